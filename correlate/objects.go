@@ -1,0 +1,267 @@
+package correlate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// Objects are the API objects a ruleset is joined with.
+type Objects struct {
+	Services       []*corev1.Service
+	EndpointSlices []*discoveryv1.EndpointSlice
+	// Other holds objects of other kinds found in the input (a Node, a
+	// ConfigMap), kept for the callers that want them.
+	Other []runtime.Object
+}
+
+// Add appends the objects of o.
+func (o *Objects) Add(other *Objects) {
+	o.Services = append(o.Services, other.Services...)
+	o.EndpointSlices = append(o.EndpointSlices, other.EndpointSlices...)
+	o.Other = append(o.Other, other.Other...)
+}
+
+// ReadObjects reads what `kubectl get services,endpointslices -A -o json`
+// (or -o yaml) prints: a List, a single object, or a stream of YAML
+// documents / JSON objects. Kinds other than Service and EndpointSlice are
+// kept in Other; an input with neither is an error.
+func ReadObjects(r io.Reader, source string) (*Objects, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReaderSize(r, 1<<16), 1<<16)
+	objs := &Objects{}
+	n := 0
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: not Kubernetes objects in JSON or YAML: %w", source, err)
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		if err := objs.decode(raw); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", source, n+1, err)
+		}
+		n++
+	}
+	if len(objs.Services) == 0 && len(objs.EndpointSlices) == 0 && len(objs.Other) == 0 {
+		return nil, fmt.Errorf("%s: no Services or EndpointSlices found; expected the output of `kubectl get services,endpointslices -A -o json`", source)
+	}
+	return objs, nil
+}
+
+func (o *Objects) decode(raw []byte) error {
+	var head struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return err
+	}
+	if head.Kind == "List" || strings.HasSuffix(head.Kind, "List") && head.Items != nil {
+		for i, item := range head.Items {
+			if err := o.decode(item); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
+		return nil
+	}
+	if head.Kind == "" {
+		return errors.New("object without kind")
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", head.APIVersion, head.Kind, err)
+	}
+	switch v := obj.(type) {
+	case *corev1.Service:
+		o.Services = append(o.Services, v)
+	case *discoveryv1.EndpointSlice:
+		o.EndpointSlices = append(o.EndpointSlices, v)
+	default:
+		o.Other = append(o.Other, obj)
+	}
+	return nil
+}
+
+// Endpoint is one endpoint of a service port, as kube-proxy sees it.
+type Endpoint struct {
+	IP          string `json:"ip"`
+	Port        int32  `json:"port"`
+	Ready       bool   `json:"ready"`
+	Serving     bool   `json:"serving"`
+	Terminating bool   `json:"terminating"`
+	IPv6        bool   `json:"-"`
+	NodeName    string `json:"nodeName,omitempty"`
+	Zone        string `json:"zone,omitempty"`
+
+	str string // cached String()
+}
+
+// String is kube-proxy's endpoint string: "ip:port" or "[ip]:port".
+func (e Endpoint) String() string {
+	if e.str != "" {
+		return e.str
+	}
+	return EndpointString(e.IP, e.Port)
+}
+
+// ServicePort is one port of one Service: kube-proxy's unit of rules.
+type ServicePort struct {
+	Namespace string
+	Name      string
+	PortName  string
+	Protocol  corev1.Protocol
+	Port      int32
+	NodePort  int32
+
+	Type            corev1.ServiceType
+	ClusterIPs      []string
+	ExternalIPs     []string
+	LoadBalancerIPs []string
+	SourceRanges    []string
+	// ExternalLocal/InternalLocal: the traffic policies are Local.
+	ExternalLocal bool
+	InternalLocal bool
+	// AffinitySeconds is ClientIP session affinity's timeout, 0 for none.
+	AffinitySeconds     int32
+	HealthCheckNodePort int32
+	// Proxied is false for headless and ExternalName services, which
+	// kube-proxy writes no rules for.
+	Proxied bool
+
+	Endpoints []Endpoint
+
+	str string // cached String()
+}
+
+// String is kube-proxy's ServicePortName.String().
+func (sp *ServicePort) String() string {
+	if sp.str == "" {
+		sp.str = ServicePortName(sp.Namespace, sp.Name, sp.PortName)
+	}
+	return sp.str
+}
+
+// Proto is the lower-case protocol kube-proxy hashes.
+func (sp *ServicePort) Proto() string { return strings.ToLower(string(sp.Protocol)) }
+
+// ServicePorts turns Services and EndpointSlices into service ports with
+// their endpoints, the way kube-proxy's change trackers do: slices join
+// their Service through the kubernetes.io/service-name label and join a
+// port by name and protocol; an endpoint uses its first address.
+func (o *Objects) ServicePorts() []*ServicePort {
+	type key struct {
+		ns, name, port string
+		proto          corev1.Protocol
+	}
+	byKey := map[key]*ServicePort{}
+	var out []*ServicePort
+	for _, svc := range o.Services {
+		proxied := svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != ""
+		for _, p := range svc.Spec.Ports {
+			sp := &ServicePort{
+				str:       ServicePortName(svc.Namespace, svc.Name, p.Name),
+				Namespace: svc.Namespace, Name: svc.Name, PortName: p.Name,
+				Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort,
+				Type: svc.Spec.Type, ClusterIPs: svc.Spec.ClusterIPs,
+				ExternalIPs:         svc.Spec.ExternalIPs,
+				SourceRanges:        svc.Spec.LoadBalancerSourceRanges,
+				ExternalLocal:       svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+				InternalLocal:       svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+				HealthCheckNodePort: svc.Spec.HealthCheckNodePort,
+				Proxied:             proxied,
+			}
+			if sp.Protocol == "" {
+				sp.Protocol = corev1.ProtocolTCP
+			}
+			if len(sp.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
+				sp.ClusterIPs = []string{svc.Spec.ClusterIP}
+			}
+			for _, ing := range svc.Status.LoadBalancer.Ingress {
+				if ing.IP != "" {
+					sp.LoadBalancerIPs = append(sp.LoadBalancerIPs, ing.IP)
+				}
+			}
+			if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+				sp.AffinitySeconds = corev1.DefaultClientIPServiceAffinitySeconds
+				if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+					sp.AffinitySeconds = *c.ClientIP.TimeoutSeconds
+				}
+			}
+			k := key{svc.Namespace, svc.Name, p.Name, sp.Protocol}
+			if byKey[k] == nil {
+				byKey[k] = sp
+				out = append(out, sp)
+			}
+		}
+	}
+	for _, slice := range o.EndpointSlices {
+		svcName := slice.Labels[discoveryv1.LabelServiceName]
+		if svcName == "" || slice.AddressType == discoveryv1.AddressTypeFQDN {
+			continue
+		}
+		for _, port := range slice.Ports {
+			if port.Name == nil || port.Port == nil || port.Protocol == nil {
+				continue
+			}
+			sp := byKey[key{slice.Namespace, svcName, *port.Name, *port.Protocol}]
+			if sp == nil {
+				continue
+			}
+			for _, ep := range slice.Endpoints {
+				if len(ep.Addresses) == 0 {
+					continue
+				}
+				e := Endpoint{
+					IP:          CanonicalIP(ep.Addresses[0]),
+					Port:        *port.Port,
+					Ready:       ep.Conditions.Ready == nil || *ep.Conditions.Ready,
+					Serving:     ep.Conditions.Serving == nil || *ep.Conditions.Serving,
+					Terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating,
+					IPv6:        slice.AddressType == discoveryv1.AddressTypeIPv6,
+				}
+				if ep.NodeName != nil {
+					e.NodeName = *ep.NodeName
+				}
+				if ep.Zone != nil {
+					e.Zone = *ep.Zone
+				}
+				e.str = EndpointString(e.IP, e.Port)
+				if sp.Endpoints == nil {
+					sp.Endpoints = make([]Endpoint, 0, len(slice.Endpoints))
+				}
+				sp.Endpoints = append(sp.Endpoints, e)
+			}
+		}
+	}
+	for _, sp := range out {
+		// kube-proxy orders endpoints by their string (endpointslicecache.go)
+		// and keeps one per string when slices overlap.
+		sort.SliceStable(sp.Endpoints, func(i, j int) bool { return sp.Endpoints[i].str < sp.Endpoints[j].str })
+		sp.Endpoints = slices.CompactFunc(sp.Endpoints, func(a, b Endpoint) bool { return a.str == b.str })
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if a, b := out[i].str, out[j].str; a != b {
+			return a < b
+		}
+		return out[i].Protocol < out[j].Protocol
+	})
+	return out
+}

@@ -1,0 +1,124 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/lipgloss/table"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+)
+
+// renderTable prints rows as a lipgloss table on a terminal and as plain
+// kubectl-style columns elsewhere (pipes keep grep and awk working).
+// statusCol is the column whose non-empty cells are highlighted; -1 for none.
+func renderTable(out io.Writer, t *Terminal, headers []string, rows [][]string, statusCol int) error {
+	if !t.Rich {
+		tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(headers, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.TrimRight(strings.Join(r, "\t"), "\t"))
+		}
+		return tw.Flush()
+	}
+	st := t.styles()
+	tbl := table.New().
+		Border(lipgloss.HiddenBorder()).
+		BorderTop(false).BorderBottom(false).BorderLeft(false).BorderRight(false).
+		BorderColumn(false).BorderHeader(false).
+		Headers(headers...).
+		Rows(rows...).
+		StyleFunc(func(row, col int) lipgloss.Style {
+			base := t.Renderer.NewStyle().PaddingRight(2)
+			if row == table.HeaderRow {
+				return st.header.PaddingRight(2)
+			}
+			if col == statusCol && row >= 0 && row < len(rows) && rows[row][col] != "" {
+				return st.bad.PaddingRight(2)
+			}
+			if col == 0 && row > 0 && row < len(rows) && rows[row][0] == rows[row-1][0] {
+				return st.dim.PaddingRight(2)
+			}
+			return base
+		})
+	_, err := fmt.Fprintln(out, tbl.Render())
+	return err
+}
+
+func renderChainMap(out io.Writer, t *Terminal, m *ChainMap, wide bool) error {
+	if t.Rich && !wide {
+		return renderChainMapGrouped(out, t, m)
+	}
+	headers, rows := mapRows(m, wide)
+	if len(rows) > 0 {
+		if err := renderTable(out, t, headers, rows, len(headers)-1); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(out, summaryLine(m, wide))
+	return err
+}
+
+// renderChainMapGrouped prints one block per service port, which fits an
+// 80-column terminal: the owner once as a heading, then its chains.
+func renderChainMapGrouped(out io.Writer, t *Terminal, m *ChainMap) error {
+	st := t.styles()
+	chains := groupedChains(m.Chains)
+	for i := 0; i < len(chains); {
+		j := i
+		for j < len(chains) && chains[j].ServicePort == chains[i].ServicePort && chains[j].Protocol == chains[i].Protocol &&
+			(chains[i].Kind == correlate.KindFixed) == (chains[j].Kind == correlate.KindFixed) {
+			j++
+		}
+		group := chains[i:j]
+		i = j
+		if group[0].Kind == correlate.KindFixed {
+			continue // summarised below; -o wide lists them
+		}
+		heading := group[0].ServicePort
+		if heading == "" {
+			heading = "(no owner found)"
+		}
+		if p := group[0].Protocol; p != "" {
+			heading += " " + st.dim.Render(p)
+		}
+		fmt.Fprintln(out, st.group.Render(heading))
+		rows := make([][]string, 0, len(group))
+		for _, c := range group {
+			rows = append(rows, []string{familyShort(c.Family), string(c.Kind), shortChainName(c), c.Endpoint, chainStatus(&c)})
+		}
+		tbl := table.New().
+			Border(lipgloss.HiddenBorder()).
+			BorderTop(false).BorderBottom(false).BorderLeft(false).BorderRight(false).
+			BorderColumn(false).BorderHeader(false).
+			Rows(rows...).
+			StyleFunc(func(row, col int) lipgloss.Style {
+				s := t.Renderer.NewStyle().PaddingRight(2)
+				if col == 0 {
+					s = s.PaddingLeft(2)
+				}
+				if col == 4 && row >= 0 && row < len(rows) && rows[row][4] != "" {
+					return st.bad.PaddingRight(2)
+				}
+				return s
+			})
+		fmt.Fprintln(out, tbl.Render())
+	}
+	_, err := fmt.Fprintln(out, summaryLine(m, false))
+	return err
+}
+
+// shortChainName drops the readable part of an nftables per-service name
+// (the heading already says which service port it is); the hash stays.
+func shortChainName(c correlate.ChainOwner) string {
+	if c.Mode != "nftables" {
+		return c.Chain
+	}
+	if n, ok := correlate.ParseNFTName(c.Chain); ok {
+		return n.Prefix + n.Hash + "-…"
+	}
+	return c.Chain
+}
