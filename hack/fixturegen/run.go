@@ -1,0 +1,562 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+	"unsafe"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/kubernetes/pkg/proxy"
+	"k8s.io/kubernetes/pkg/proxy/metaproxier"
+	"k8s.io/kubernetes/pkg/proxy/metrics"
+	"k8s.io/kubernetes/pkg/proxy/util/nfacct"
+	utiliptables "k8s.io/kubernetes/pkg/util/iptables"
+	iptablestest "k8s.io/kubernetes/pkg/util/iptables/testing"
+	"sigs.k8s.io/knftables"
+)
+
+type proxier = proxy.Provider
+
+var families = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+
+func famSuffix(f v1.IPFamily) string {
+	if f == v1.IPv4Protocol {
+		return "ipv4"
+	}
+	return "ipv6"
+}
+
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// ---------------------------------------------------------------------------
+// objects.json / meta.json
+
+// kubectlList renders objects the way `kubectl get services,endpointslices -A -o json`
+// does: a v1 List, items with kind/apiVersion, keys sorted, 4-space indent.
+func kubectlList(o *ObjectSet) ([]byte, error) {
+	var items []any
+	add := func(obj any) error {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		items = append(items, m)
+		return nil
+	}
+	for _, s := range o.Services {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range o.Slices {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	list := map[string]any{
+		"apiVersion": "v1",
+		"kind":       "List",
+		"items":      items,
+		"metadata":   map[string]any{"resourceVersion": ""},
+	}
+	b, err := json.MarshalIndent(list, "", "    ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+type meta struct {
+	KubeProxyVersion         string          `json:"kubeProxyVersion"`
+	Node                     string          `json:"node"`
+	MasqueradeBit            int             `json:"masqueradeBit"`
+	LargeClusterMode         bool            `json:"largeClusterMode"`
+	LargeClusterModeByFamily map[string]bool `json:"largeClusterModeByFamily"`
+	Modes                    []string        `json:"modes"`
+	Description              string          `json:"description"`
+	NodeIPs                  []string        `json:"nodeIPs"`
+	PodCIDRs                 []string        `json:"podCIDRs"`
+	ClusterCIDRs             []string        `json:"clusterCIDRs"`
+	ServiceCIDRs             []string        `json:"serviceCIDRs"`
+	SyncPeriod               string          `json:"syncPeriod"`
+	Syncs                    int             `json:"syncs"`
+}
+
+// endpointCount mirrors kube-proxy's large-cluster computation per family:
+// the sum over service ports of all endpoints (terminating and non-local
+// included) of that family.
+func endpointCount(o *ObjectSet, fam discovery.AddressType) int {
+	svcs := map[string]*v1.Service{}
+	for _, s := range o.Services {
+		svcs[s.Namespace+"/"+s.Name] = s
+	}
+	n := 0
+	for _, sl := range o.Slices {
+		if sl.AddressType != fam {
+			continue
+		}
+		svc := svcs[sl.Namespace+"/"+sl.Labels[discovery.LabelServiceName]]
+		if svc == nil || svc.Spec.ClusterIP == v1.ClusterIPNone || svc.Spec.Type == v1.ServiceTypeExternalName {
+			continue
+		}
+		for _, p := range sl.Ports {
+			found := false
+			for _, sp := range svc.Spec.Ports {
+				if p.Name != nil && sp.Name == *p.Name && p.Protocol != nil && sp.Protocol == *p.Protocol {
+					found = true
+				}
+			}
+			if found {
+				n += len(sl.Endpoints)
+			}
+		}
+	}
+	return n
+}
+
+func finalObjects(sc *Scenario) (first, final *ObjectSet) {
+	first = sc.Objects()
+	final = first
+	if sc.Churn != nil {
+		final = sc.Churn(first)
+		final.sort()
+	}
+	return first, final
+}
+
+func writeObjects(sc *Scenario, out string) error {
+	_, final := finalObjects(sc)
+	b, err := kubectlList(final)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(out, "objects.json"), b); err != nil {
+		return err
+	}
+	large := map[string]bool{}
+	any := false
+	// large-cluster mode is decided at each sync; the first sync decides which
+	// rules lose their comments, the last one what the metrics say. Both
+	// agree in these scenarios.
+	for _, f := range []discovery.AddressType{discovery.AddressTypeIPv4, discovery.AddressTypeIPv6} {
+		l := endpointCount(final, f) > 1000
+		large[string(f)] = l
+		any = any || l
+	}
+	syncs := 1
+	if sc.Churn != nil {
+		syncs = 2
+	}
+	m := meta{
+		KubeProxyVersion:         kubeProxyVersion,
+		Node:                     nodeName,
+		MasqueradeBit:            sc.MasqueradeBit,
+		LargeClusterMode:         any,
+		LargeClusterModeByFamily: large,
+		Modes:                    sc.Modes,
+		Description:              sc.Description,
+		NodeIPs:                  []string{nodeIPv4, nodeIPv6},
+		PodCIDRs:                 []string{podCIDRv4, podCIDRv6},
+		ClusterCIDRs:             []string{clusterCIDRv4, clusterCIDRv6},
+		ServiceCIDRs:             []string{svcCIDRv4, svcCIDRv6},
+		SyncPeriod:               "30s",
+		Syncs:                    syncs,
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(out, "meta.json"), buf.Bytes())
+}
+
+// ---------------------------------------------------------------------------
+// Feeding a proxier
+
+func newRecorder() events.EventRecorder {
+	r := events.NewFakeRecorder(100)
+	go func() {
+		for range r.Events {
+		}
+	}()
+	return r
+}
+
+// feed replays the informer start-up sequence: all Services and
+// EndpointSlices, then the "synced" notifications (which make kube-proxy run
+// its first, full, sync).
+func feed(p proxier, o *ObjectSet) {
+	p.OnServiceCIDRsChanged([]string{svcCIDRv4, svcCIDRv6})
+	for _, s := range o.Services {
+		p.OnServiceAdd(s)
+	}
+	for _, s := range o.Slices {
+		p.OnEndpointSliceAdd(s)
+	}
+	p.OnServiceSynced()
+	p.OnEndpointSlicesSynced()
+}
+
+// applyChurn feeds the differences between two object sets as informer events.
+func applyChurn(p proxier, before, after *ObjectSet) {
+	key := func(ns, name string) string { return ns + "/" + name }
+	oldSvc := map[string]*v1.Service{}
+	for _, s := range before.Services {
+		oldSvc[key(s.Namespace, s.Name)] = s
+	}
+	newSvc := map[string]*v1.Service{}
+	for _, s := range after.Services {
+		newSvc[key(s.Namespace, s.Name)] = s
+	}
+	oldSl := map[string]*discovery.EndpointSlice{}
+	for _, s := range before.Slices {
+		oldSl[key(s.Namespace, s.Name)] = s
+	}
+	newSl := map[string]*discovery.EndpointSlice{}
+	for _, s := range after.Slices {
+		newSl[key(s.Namespace, s.Name)] = s
+	}
+	for _, s := range after.Slices {
+		if o, ok := oldSl[key(s.Namespace, s.Name)]; ok {
+			if o.ResourceVersion != s.ResourceVersion {
+				p.OnEndpointSliceUpdate(o, s)
+			}
+		} else {
+			p.OnEndpointSliceAdd(s)
+		}
+	}
+	for _, s := range before.Slices {
+		if _, ok := newSl[key(s.Namespace, s.Name)]; !ok {
+			p.OnEndpointSliceDelete(s)
+		}
+	}
+	for _, s := range after.Services {
+		if o, ok := oldSvc[key(s.Namespace, s.Name)]; ok {
+			if o.ResourceVersion != s.ResourceVersion {
+				p.OnServiceUpdate(o, s)
+			}
+		} else {
+			p.OnServiceAdd(s)
+		}
+	}
+	for _, s := range before.Services {
+		if _, ok := newSvc[key(s.Namespace, s.Name)]; !ok {
+			p.OnServiceDelete(s)
+		}
+	}
+}
+
+// syncNow runs the proxiers' syncProxyRules synchronously. The exported
+// OnEndpointSlicesSynced does exactly "mark synced; syncProxyRules()" and is
+// safe to call again; it does not force a full sync, so this is the same
+// partial sync that the BoundedFrequencyRunner would run after the churn.
+func syncNow(p proxier) { p.OnEndpointSlicesSynced() }
+
+// markLoopStarted mimics SyncLoop's start (which kube-proxy runs right after
+// creating the proxier): it sets the last-queued timestamp metric.
+func markLoopStarted() {
+	for _, f := range families {
+		metrics.SyncProxyRulesLastQueuedTimestamp.WithLabelValues(string(f)).SetToCurrentTime()
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Metrics
+
+func setupMetrics(mode string) {
+	// as kube-proxy's main does
+	utilfeature.DefaultMutableFeatureGate.AddMetrics()
+	registerMetrics(mode)
+}
+
+// scrapeMetrics serves /metrics exactly as kube-proxy does
+// (legacyregistry.Handler()) and returns the text exposition, minus the Go
+// runtime (go_*) and process (process_*) collector families, which are not
+// kube-proxy's and differ on every run.
+func scrapeMetrics() ([]byte, error) {
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", "text/plain")
+	rec := httptest.NewRecorder()
+	legacyregistry.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		return nil, fmt.Errorf("metrics handler returned %d", rec.Code)
+	}
+	var out bytes.Buffer
+	skip := false
+	for _, line := range strings.SplitAfter(rec.Body.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		name := ""
+		if strings.HasPrefix(line, "# HELP ") || strings.HasPrefix(line, "# TYPE ") {
+			name = strings.Fields(line)[2]
+		} else if !strings.HasPrefix(line, "#") {
+			name = line
+		}
+		if name != "" {
+			skip = strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
+		}
+		if !skip {
+			out.WriteString(line)
+		}
+	}
+	return out.Bytes(), nil
+}
+
+// ---------------------------------------------------------------------------
+// iptables mode
+
+// nodeIPTables is the fake iptables of k8s.io/kubernetes/pkg/util/iptables/testing
+// with two fixes so that its dump looks like a real node:
+//   - EnsureRule/DeleteRule quote arguments containing spaces (the real runner
+//     passes them as separate argv entries; the fake joins them with spaces,
+//     which would make `-m comment --comment kubernetes service portals`
+//     unparseable for iptables-restore);
+//   - Monitor does what the real runner's Monitor does first: create the
+//     KUBE-PROXY-CANARY chain in each table (the fake's Monitor is a no-op).
+type nodeIPTables struct {
+	*iptablestest.FakeIPTables
+	monitorDone chan struct{}
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " \t") {
+			a = `"` + a + `"`
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func (n *nodeIPTables) EnsureRule(position utiliptables.RulePosition, table utiliptables.Table, chain utiliptables.Chain, args ...string) (bool, error) {
+	return n.FakeIPTables.EnsureRule(position, table, chain, quoteArgs(args)...)
+}
+
+func (n *nodeIPTables) DeleteRule(table utiliptables.Table, chain utiliptables.Chain, args ...string) error {
+	return n.FakeIPTables.DeleteRule(table, chain, quoteArgs(args)...)
+}
+
+func (n *nodeIPTables) Monitor(canary utiliptables.Chain, tables []utiliptables.Table, reloadFunc func(), interval time.Duration, stopCh <-chan struct{}) {
+	for _, t := range tables {
+		_, _ = n.FakeIPTables.EnsureChain(t, canary)
+	}
+	close(n.monitorDone)
+}
+
+func runIPTables(ctx context.Context, sc *Scenario, out string) error {
+	setupMetrics("iptables")
+	first, final := finalObjects(sc)
+	fakes := map[v1.IPFamily]*iptablestest.FakeIPTables{}
+	ps := map[v1.IPFamily]proxier{}
+	rec := newRecorder()
+	for _, f := range families {
+		fakes[f] = newFakeIPTables(f)
+		ipt := &nodeIPTables{FakeIPTables: fakes[f], monitorDone: make(chan struct{})}
+		p, err := newIPTablesProxier(ctx, sc, f, ipt, rec)
+		if err != nil {
+			return fmt.Errorf("NewProxier(%s): %w", f, err)
+		}
+		// NewProxier starts `go ipt.Monitor(...)`; wait for the canaries
+		// so that the fake is not used concurrently.
+		select {
+		case <-ipt.monitorDone:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("iptables Monitor was not started")
+		}
+		ps[f] = p
+	}
+	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
+	markLoopStarted()
+	feed(mp, first)
+	if sc.Churn != nil {
+		for _, f := range families {
+			if err := writeFile(filepath.Join(out, "iptables", "restore-"+famSuffix(f)+".sync1.txt"), []byte(fakes[f].Dump.String())); err != nil {
+				return err
+			}
+		}
+		applyChurn(mp, first, final)
+		syncNow(mp)
+	}
+	for _, f := range families {
+		if err := writeFile(filepath.Join(out, "iptables", "restore-"+famSuffix(f)+".txt"), []byte(fakes[f].Dump.String())); err != nil {
+			return err
+		}
+	}
+	m, err := scrapeMetrics()
+	if err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(out, "metrics-iptables.txt"), m)
+}
+
+// ---------------------------------------------------------------------------
+// nftables mode
+
+// teeNFT forwards everything to kube-proxy's real knftables interface and
+// replays each successful transaction into a knftables.Fake, whose Dump() is
+// the "knftables dump" fixture.
+type teeNFT struct {
+	knftables.Interface
+	fake  *knftables.Fake
+	txlog *bytes.Buffer
+	err   error
+}
+
+func (t *teeNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
+	err := t.Interface.Run(ctx, tx)
+	fmt.Fprintf(t.txlog, "# ---- transaction (result: %v)\n%s", err, tx.String())
+	if err == nil {
+		if ferr := t.fake.Run(ctx, tx); ferr != nil && t.err == nil {
+			t.err = fmt.Errorf("replaying transaction into knftables.Fake: %w", ferr)
+		}
+	}
+	return err
+}
+
+// swapNFTables replaces the unexported `nftables knftables.Interface` field of
+// an *nftables.Proxier (kube-proxy creates it from the real nft inside
+// NewProxier and offers no injection point).
+func swapNFTables(p any, wrap func(knftables.Interface) knftables.Interface) error {
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("unexpected proxier type %T", p)
+	}
+	f := v.Elem().FieldByName("nftables")
+	if !f.IsValid() {
+		return fmt.Errorf("%T has no field nftables", p)
+	}
+	f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+	cur, ok := f.Interface().(knftables.Interface)
+	if !ok {
+		return fmt.Errorf("field nftables of %T is %s", p, f.Type())
+	}
+	f.Set(reflect.ValueOf(wrap(cur)))
+	return nil
+}
+
+func runNFTables(ctx context.Context, sc *Scenario, out string) error {
+	setupMetrics("nftables")
+	first, final := finalObjects(sc)
+	ps := map[v1.IPFamily]proxier{}
+	tees := map[v1.IPFamily]*teeNFT{}
+	rec := newRecorder()
+	for _, f := range families {
+		p, raw, err := newNFTablesProxier(ctx, sc, f, rec)
+		if err != nil {
+			return fmt.Errorf("NewProxier(%s): %w", f, err)
+		}
+		fam := knftables.IPv4Family
+		if f == v1.IPv6Protocol {
+			fam = knftables.IPv6Family
+		}
+		t := &teeNFT{fake: knftables.NewFake(fam, "kube-proxy"), txlog: &bytes.Buffer{}}
+		if err := swapNFTables(raw, func(real knftables.Interface) knftables.Interface {
+			t.Interface = real
+			return t
+		}); err != nil {
+			return err
+		}
+		ps[f] = p
+		tees[f] = t
+	}
+	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
+	markLoopStarted()
+	feed(mp, first)
+	if sc.Churn != nil {
+		applyChurn(mp, first, final)
+		syncNow(mp)
+	}
+	for _, f := range families {
+		t := tees[f]
+		if t.err != nil {
+			return fmt.Errorf("%s: %w", f, t.err)
+		}
+		if err := writeFile(filepath.Join(out, "nftables", "knftables-"+famSuffix(f)+".txt"), []byte(t.fake.Dump())); err != nil {
+			return err
+		}
+		if dir := os.Getenv("FIXTUREGEN_WORK"); dir != "" {
+			_ = writeFile(filepath.Join(dir, sc.Name, "nft-transactions-"+famSuffix(f)+".txt"), t.txlog.Bytes())
+		}
+	}
+	for _, c := range []struct {
+		file string
+		args []string
+	}{
+		{"ruleset.json", []string{"-j", "list", "ruleset"}},
+		{"ruleset.txt", []string{"list", "ruleset"}},
+	} {
+		b, err := exec.Command("nft", c.args...).Output()
+		if err != nil {
+			return fmt.Errorf("nft %s: %w", strings.Join(c.args, " "), err)
+		}
+		if strings.HasSuffix(c.file, ".json") {
+			b, err = normalizeNFTJSON(b)
+			if err != nil {
+				return err
+			}
+		}
+		if err := writeFile(filepath.Join(out, "nftables", c.file), b); err != nil {
+			return err
+		}
+	}
+	m, err := scrapeMetrics()
+	if err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(out, "metrics-nftables.txt"), m)
+}
+
+// normalizeNFTJSON only appends a trailing newline; nft -j prints the whole
+// ruleset as one line, which is kept as is (it is what a plugin reads).
+func normalizeNFTJSON(b []byte) ([]byte, error) {
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("nft -j output is not valid JSON")
+	}
+	b = bytes.TrimRight(b, "\n")
+	return append(b, '\n'), nil
+}
+
+// ---------------------------------------------------------------------------
+
+func nfacctEnsure() error {
+	r, err := nfacct.New()
+	if err != nil {
+		return err
+	}
+	names := []string{metrics.IPTablesCTStateInvalidDroppedNFAcctCounter, metrics.LocalhostNodePortAcceptedNFAcctCounter}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := r.Ensure(n); err != nil {
+			return fmt.Errorf("nfacct %s: %w", n, err)
+		}
+	}
+	return nil
+}
