@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -19,7 +20,7 @@ func Detect(head []byte) (Format, error) {
 	if len(trimmed) == 0 {
 		return "", fmt.Errorf("empty input")
 	}
-	if trimmed[0] == '{' || trimmed[0] == '[' {
+	if trimmed[0] == '{' || trimmed[0] == '[' && !bytes.HasPrefix(trimmed, []byte("[0")) && bytes.Contains(firstLine(trimmed), []byte("{")) {
 		if bytes.Contains(head, []byte(`"nftables"`)) {
 			return FormatNFTJSON, nil
 		}
@@ -60,13 +61,29 @@ func Detect(head []byte) (Format, error) {
 	return "", fmt.Errorf("unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines or Prometheus metrics")
 }
 
+// isMetricLine: "name[{labels}] value [timestamp]" with a numeric value.
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
 func isMetricLine(line string) bool {
-	name, _, ok := strings.Cut(line, " ")
-	if !ok {
+	name, rest := line, ""
+	if i := strings.IndexByte(line, '}'); i > 0 && strings.IndexByte(line, '{') > 0 {
+		name, rest = line[:strings.IndexByte(line, '{')], line[i+1:]
+	} else if n, r, ok := strings.Cut(line, " "); ok {
+		name, rest = n, r
+	} else {
 		return false
 	}
-	if i := strings.IndexByte(name, '{'); i > 0 {
-		name = name[:i]
+	fields := strings.Fields(rest)
+	if len(fields) == 0 || len(fields) > 2 {
+		return false
+	}
+	if _, err := strconv.ParseFloat(fields[0], 64); err != nil {
+		return false
 	}
 	if name == "" {
 		return false

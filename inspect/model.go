@@ -152,7 +152,7 @@ func (t *IPTable) index() {
 // EnsureChain returns the chain with that name, adding it (as a user chain
 // with policy "-") when it is missing.
 func (t *IPTable) EnsureChain(name string) *IPChain {
-	if c := t.byName[name]; c != nil {
+	if c := t.Chain(name); c != nil {
 		return c
 	}
 	c := &IPChain{Name: name, Policy: "-"}
@@ -223,7 +223,8 @@ type MarkSet struct {
 	Value uint32
 	Mask  uint32
 	// Op is the spelling found in the dump: or-mark, xor-mark, and-mark,
-	// set-mark, set-xmark.
+	// set-mark, set-xmark (iptables); or, xor, and, set (iptables-nft read
+	// through nft). Compare Value and Mask, not Op.
 	Op string
 }
 

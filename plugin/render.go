@@ -90,22 +90,12 @@ func renderChainMapGrouped(out io.Writer, t *Terminal, m *ChainMap) error {
 		for _, c := range group {
 			rows = append(rows, []string{familyShort(c.Family), string(c.Kind), shortChainName(c), c.Endpoint, chainStatus(&c)})
 		}
-		tbl := table.New().
-			Border(lipgloss.HiddenBorder()).
-			BorderTop(false).BorderBottom(false).BorderLeft(false).BorderRight(false).
-			BorderColumn(false).BorderHeader(false).
-			Rows(rows...).
-			StyleFunc(func(row, col int) lipgloss.Style {
-				s := t.Renderer.NewStyle().PaddingRight(2)
-				if col == 0 {
-					s = s.PaddingLeft(2)
-				}
-				if col == 4 && row >= 0 && row < len(rows) && rows[row][4] != "" {
-					return st.bad.PaddingRight(2)
-				}
-				return s
-			})
-		fmt.Fprintln(out, tbl.Render())
+		fmt.Fprint(out, alignColumns(rows, "  ", func(row, col int) lipgloss.Style {
+			if col == 4 && rows[row][4] != "" {
+				return st.bad
+			}
+			return t.Renderer.NewStyle()
+		}))
 	}
 	_, err := fmt.Fprintln(out, summaryLine(m, false))
 	return err
@@ -121,4 +111,32 @@ func shortChainName(c correlate.ChainOwner) string {
 		return n.Prefix + n.Hash + "-…"
 	}
 	return c.Chain
+}
+
+// alignColumns lays rows out in columns two spaces apart, styling each cell
+// without letting the style's escape codes upset the widths.
+func alignColumns(rows [][]string, indent string, style func(row, col int) lipgloss.Style) string {
+	var widths []int
+	for _, r := range rows {
+		for c, cell := range r {
+			if c >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[c] = max(widths[c], lipgloss.Width(cell))
+		}
+	}
+	var b strings.Builder
+	for i, r := range rows {
+		var line strings.Builder
+		line.WriteString(indent)
+		for c, cell := range r {
+			line.WriteString(style(i, c).Render(cell))
+			if c < len(r)-1 {
+				line.WriteString(strings.Repeat(" ", widths[c]-lipgloss.Width(cell)+2))
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
