@@ -249,16 +249,17 @@ func mapRows(m *ChainMap, wide bool) (headers []string, rows [][]string) {
 	return headers, rows
 }
 
+// summaryLine says what the table holds, in lines that fit 80 columns.
 func summaryLine(m *ChainMap, wide bool) string {
 	s := m.Summary
-	line := fmt.Sprintf("%d kube-proxy chains: %d attributed to a service port, %d without owner, %d fixed", s.Chains, s.Attributed, s.Unowned, s.Fixed)
+	line := fmt.Sprintf("%d kube-proxy chains: %d attributed, %d without owner, %d fixed", s.Chains, s.Attributed, s.Unowned, s.Fixed)
 	if !wide && s.Fixed > 0 {
-		line += " (listed with -o wide)"
+		line += " (see -o wide)"
 	}
 	if s.ObjectsGiven {
-		line += fmt.Sprintf("; %d stale (owned by no current Service or endpoint)", s.Stale)
+		line += fmt.Sprintf("\n%d stale: owned by no current Service or endpoint", s.Stale)
 	} else {
-		line += "; pass --from-objects to judge staleness"
+		line += "\nstale chains: pass --from-objects to judge"
 	}
 	return line
 }

@@ -17,12 +17,24 @@ import (
 // statusCol is the column whose non-empty cells are highlighted; -1 for none.
 func renderTable(out io.Writer, t *Terminal, headers []string, rows [][]string, statusCol int) error {
 	if !t.Rich {
-		tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+		var buf strings.Builder
+		tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(headers, "\t"))
 		for _, r := range rows {
-			fmt.Fprintln(tw, strings.TrimRight(strings.Join(r, "\t"), "\t"))
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, line := range strings.SplitAfter(buf.String(), "\n") {
+			if line == "" {
+				continue
+			}
+			if _, err := io.WriteString(out, strings.TrimRight(line, " \n")+"\n"); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	st := t.styles()
 	tbl := table.New().

@@ -1,0 +1,82 @@
+package plugin
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeSnippets are the commands whose real output the README shows
+// between <!-- snippet:NAME --> and <!-- /snippet -->. Run with -update to
+// rewrite them; the test fails when the README drifts from the real output.
+var readmeSnippets = []struct {
+	name string
+	// shown is the command as the README shows it; args run it here
+	// (paths relative to the repository root), grep filters lines.
+	shown string
+	args  []string
+	grep  string
+}{
+	{
+		name:  "map-demo",
+		shown: "kubectl proxyrules map --from-dump testdata/fixtures/large-churn-v1.37/iptables/save-nft-ipv4.txt \\\n    --from-objects testdata/fixtures/large-churn-v1.37/objects.json | grep -E 'SERVICE|svc-003.*service|KUBE-SEP-H33C|chains:'",
+		args:  []string{"map", "--from-dump", "testdata/fixtures/large-churn-v1.37/iptables/save-nft-ipv4.txt", "--from-objects", "testdata/fixtures/large-churn-v1.37/objects.json"},
+		grep:  `SERVICE|svc-003.*service|KUBE-SEP-H33C|chains:`,
+	},
+}
+
+func renderSnippet(t *testing.T, name, shown string, args []string, grep string) string {
+	t.Helper()
+	for i, a := range args {
+		if strings.HasPrefix(a, "testdata/") {
+			args[i] = "../" + a
+		}
+	}
+	out, errOut, err := runCmd(t, nil, args...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, errOut)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if grep != "" {
+		re := regexp.MustCompile(grep)
+		var kept []string
+		for _, l := range lines {
+			if re.MatchString(l) {
+				kept = append(kept, l)
+			}
+		}
+		lines = kept
+	}
+	return fmt.Sprintf("<!-- snippet:%s -->\n```console\n$ %s\n%s\n```\n<!-- /snippet -->", name, shown, strings.Join(lines, "\n"))
+}
+
+func TestReadmeSnippets(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	for _, s := range readmeSnippets {
+		re := regexp.MustCompile(`(?s)<!-- snippet:` + regexp.QuoteMeta(s.name) + ` -->.*?<!-- /snippet -->`)
+		if !re.MatchString(text) {
+			t.Errorf("README.md has no snippet %q", s.name)
+			continue
+		}
+		want := renderSnippet(t, s.name, s.shown, append([]string(nil), s.args...), s.grep)
+		got := re.FindString(text)
+		if got != want {
+			if *update {
+				text = strings.Replace(text, got, want, 1)
+				continue
+			}
+			t.Errorf("README snippet %q is out of date (go test ./plugin -run Readme -update):\n got %s\nwant %s", s.name, got, want)
+		}
+	}
+	if *update && text != string(readme) {
+		if err := os.WriteFile("../README.md", []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
