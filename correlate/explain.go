@@ -1,0 +1,840 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"sigs.k8s.io/knftables"
+)
+
+// Severity orders problems: errors first.
+type Severity string
+
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Problem is one finding, in words an on-call engineer can act on.
+type Problem struct {
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+}
+
+// Explanation is what `explain` reports for one Service.
+type Explanation struct {
+	Namespace             string     `json:"namespace"`
+	Name                  string     `json:"name"`
+	Type                  string     `json:"type"`
+	ClusterIPs            []string   `json:"clusterIPs,omitempty"`
+	ExternalIPs           []string   `json:"externalIPs,omitempty"`
+	LoadBalancerIPs       []string   `json:"loadBalancerIPs,omitempty"`
+	SourceRanges          []string   `json:"loadBalancerSourceRanges,omitempty"`
+	SessionAffinity       string     `json:"sessionAffinity"`
+	AffinitySeconds       int32      `json:"affinitySeconds,omitempty"`
+	ExternalTrafficPolicy string     `json:"externalTrafficPolicy,omitempty"`
+	InternalTrafficPolicy string     `json:"internalTrafficPolicy"`
+	Node                  string     `json:"node,omitempty"`
+	Ports                 []PortPath `json:"ports"`
+}
+
+// PortPath is the path packets for one service port take on the node, in
+// one proxy mode and IP family, against what the EndpointSlices say.
+type PortPath struct {
+	ServicePort string `json:"servicePort"`
+	Protocol    string `json:"protocol"`
+	Port        int32  `json:"port"`
+	NodePort    int32  `json:"nodePort,omitempty"`
+	Mode        string `json:"mode"`
+	Family      string `json:"family"`
+	// Entries are the rules (or map elements) that send traffic for the
+	// service to its chains, or reject it.
+	Entries []Entry `json:"entries"`
+	// Routes are the chains a new connection goes through, per kind of
+	// traffic, ending in a DNAT.
+	Routes    []Route        `json:"routes"`
+	Endpoints []EndpointPath `json:"endpoints"`
+	Problems  []Problem      `json:"problems"`
+}
+
+// Entry is a rule or map element that matches the service's traffic.
+type Entry struct {
+	// Kind: clusterIP, externalIP, loadBalancerIP, nodePort, noEndpoints,
+	// noLocalEndpoints, firewall, healthCheck.
+	Kind    string `json:"kind"`
+	Address string `json:"address,omitempty"` // ip:port or port
+	Table   string `json:"table"`
+	Chain   string `json:"chain"` // chain (or map) holding the rule
+	Target  string `json:"target"`
+	Rule    string `json:"rule"`
+}
+
+// Route is one way into the service: the chain sequence and the DNAT share
+// of each endpoint along it.
+type Route struct {
+	// Traffic: internal (cluster IP) or external (NodePort, external and
+	// load-balancer IPs).
+	Traffic string     `json:"traffic"`
+	Chains  []string   `json:"chains"`
+	Hops    []RouteHop `json:"hops"`
+	// ShareSum is the sum of the endpoint shares: 1 when the probabilities
+	// (or numgen map) cover every new connection.
+	ShareSum float64 `json:"shareSum"`
+	// Affinity: rules that keep a client on its endpoint (ClientIP).
+	AffinitySeconds int `json:"affinitySeconds,omitempty"`
+}
+
+// RouteHop is one endpoint reached by a route.
+type RouteHop struct {
+	Chain    string  `json:"chain,omitempty"` // KUBE-SEP-…, endpoint-…; empty for an inline DNAT
+	Endpoint string  `json:"endpoint"`
+	Share    float64 `json:"share"`
+	Rule     string  `json:"rule"`
+}
+
+// EndpointPath is one endpoint, in the rules and/or the EndpointSlices.
+type EndpointPath struct {
+	Endpoint string `json:"endpoint"`
+	InRules  bool   `json:"inRules"`
+	InSlices bool   `json:"inSlices"`
+	// Expected: kube-proxy should have programmed it on this node, given
+	// its conditions and the traffic policies.
+	Expected bool `json:"expected"`
+	// Share is the fraction of new internal (cluster IP) connections it
+	// gets; ExternalShare the same for external traffic when that differs.
+	Share         float64  `json:"share"`
+	ExternalShare *float64 `json:"externalShare,omitempty"`
+	Chain         string   `json:"chain,omitempty"`
+	Ready         *bool    `json:"ready,omitempty"`
+	Serving       *bool    `json:"serving,omitempty"`
+	Terminating   *bool    `json:"terminating,omitempty"`
+	NodeName      string   `json:"nodeName,omitempty"`
+	Local         bool     `json:"local,omitempty"`
+}
+
+// ExplainOptions selects what to explain.
+type ExplainOptions struct {
+	Namespace string
+	Name      string
+	// Port is a port name or number; empty for every port.
+	Port string
+	// Node is the node the dump comes from; local endpoints and Local
+	// traffic policies need it.
+	Node string
+}
+
+// Explain joins one Service's ports with the rules in rs.
+func Explain(rs *inspect.Ruleset, objs *Objects, opts ExplainOptions) (*Explanation, error) {
+	if objs == nil {
+		return nil, fmt.Errorf("explain needs the Services and EndpointSlices (--from-objects, or a cluster)")
+	}
+	var svcPorts []*ServicePort
+	for _, sp := range objs.ServicePorts() {
+		if sp.Namespace == opts.Namespace && sp.Name == opts.Name {
+			svcPorts = append(svcPorts, sp)
+		}
+	}
+	if len(svcPorts) == 0 {
+		return nil, fmt.Errorf("service %s/%s not found in the objects", opts.Namespace, opts.Name)
+	}
+	first := svcPorts[0]
+	ex := &Explanation{
+		Namespace: first.Namespace, Name: first.Name, Type: string(first.Type),
+		ClusterIPs: first.ClusterIPs, ExternalIPs: first.ExternalIPs, LoadBalancerIPs: first.LoadBalancerIPs,
+		SourceRanges: first.SourceRanges, SessionAffinity: "None", AffinitySeconds: first.AffinitySeconds,
+		InternalTrafficPolicy: "Cluster", Node: opts.Node, Ports: []PortPath{},
+	}
+	if first.AffinitySeconds > 0 {
+		ex.SessionAffinity = "ClientIP"
+	}
+	if first.InternalLocal {
+		ex.InternalTrafficPolicy = "Local"
+	}
+	if first.NodePort > 0 || len(first.ExternalIPs) > 0 || len(first.LoadBalancerIPs) > 0 {
+		ex.ExternalTrafficPolicy = "Cluster"
+		if first.ExternalLocal {
+			ex.ExternalTrafficPolicy = "Local"
+		}
+	}
+	if !first.Proxied {
+		return ex, nil
+	}
+	matched := false
+	for _, sp := range svcPorts {
+		if opts.Port != "" && opts.Port != sp.PortName && opts.Port != strconv.Itoa(int(sp.Port)) {
+			continue
+		}
+		matched = true
+		for _, t := range rs.IPTables {
+			if t.Name != "nat" || !serviceHasFamily(sp, t.Family) {
+				continue
+			}
+			filter := findIPTable(rs, t.Family, "filter", t.Backend)
+			ex.Ports = append(ex.Ports, explainIPTables(sp, t, filter, opts.Node))
+		}
+		for _, t := range rs.NFTables {
+			if !t.IsKubeProxy() {
+				continue
+			}
+			fam := inspect.IPv4
+			if t.Family == knftables.IPv6Family {
+				fam = inspect.IPv6
+			}
+			if serviceHasFamily(sp, fam) {
+				ex.Ports = append(ex.Ports, explainNFTables(sp, t, fam, opts.Node))
+			}
+		}
+	}
+	if !matched {
+		return nil, fmt.Errorf("service %s/%s has no port %q", opts.Namespace, opts.Name, opts.Port)
+	}
+	return ex, nil
+}
+
+func findIPTable(rs *inspect.Ruleset, fam inspect.Family, name string, backend inspect.Backend) *inspect.IPTable {
+	var any *inspect.IPTable
+	for _, t := range rs.IPTables {
+		if t.Family == fam && t.Name == name {
+			if t.Backend == backend {
+				return t
+			}
+			any = t
+		}
+	}
+	return any
+}
+
+func serviceHasFamily(sp *ServicePort, fam inspect.Family) bool {
+	for _, ip := range sp.ClusterIPs {
+		if isIPv6(ip) == (fam == inspect.IPv6) {
+			return true
+		}
+	}
+	return false
+}
+
+func isIPv6(s string) bool { return strings.Contains(s, ":") }
+
+// expectation is what kube-proxy should program for a service port on a
+// node, from the endpoints' conditions and the traffic policies
+// (pkg/proxy/topology.go CategorizeEndpoints, without topology hints).
+type expectation struct {
+	cluster, local map[string]bool
+	// localKnown is false when no node was given.
+	localKnown bool
+	node       string
+	byEndpoint map[string]Endpoint
+}
+
+func expect(sp *ServicePort, fam inspect.Family, node string) expectation {
+	e := expectation{cluster: map[string]bool{}, local: map[string]bool{}, localKnown: node != "", node: node, byEndpoint: map[string]Endpoint{}}
+	var ready, serving, localReady, localServing []Endpoint
+	for _, ep := range sp.Endpoints {
+		if ep.IPv6 != (fam == inspect.IPv6) {
+			continue
+		}
+		e.byEndpoint[ep.String()] = ep
+		local := node != "" && ep.NodeName == node
+		switch {
+		case ep.Ready:
+			ready = append(ready, ep)
+			if local {
+				localReady = append(localReady, ep)
+			}
+		case ep.Serving && ep.Terminating:
+			serving = append(serving, ep)
+			if local {
+				localServing = append(localServing, ep)
+			}
+		}
+	}
+	// With no ready endpoint, serving terminating ones are used (KEP-1669).
+	if len(ready) == 0 {
+		ready = serving
+	}
+	if len(localReady) == 0 {
+		localReady = localServing
+	}
+	for _, ep := range ready {
+		e.cluster[ep.String()] = true
+	}
+	for _, ep := range localReady {
+		e.local[ep.String()] = true
+	}
+	return e
+}
+
+func (e expectation) internal(sp *ServicePort) map[string]bool {
+	if sp.InternalLocal {
+		return e.local
+	}
+	return e.cluster
+}
+
+func (e expectation) external(sp *ServicePort) map[string]bool {
+	if sp.ExternalLocal {
+		return e.local
+	}
+	return e.cluster
+}
+
+func hasExternal(sp *ServicePort) bool {
+	return sp.NodePort > 0 || len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0
+}
+
+func stripPrefixLen(s string) string {
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func contains(list []string, ip string) bool {
+	for _, x := range list {
+		if CanonicalIP(x) == CanonicalIP(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// addressKind says which of the service's addresses ip is.
+func addressKind(sp *ServicePort, ip string) string {
+	switch {
+	case contains(sp.ClusterIPs, ip):
+		return "clusterIP"
+	case contains(sp.ExternalIPs, ip):
+		return "externalIP"
+	case contains(sp.LoadBalancerIPs, ip):
+		return "loadBalancerIP"
+	}
+	return ""
+}
+
+func hostPort(ip string, port int32) string {
+	return net.JoinHostPort(CanonicalIP(ip), strconv.Itoa(int(port)))
+}
+
+// explainIPTables follows KUBE-SERVICES → SVC/SVL/EXT/FW → SEP → DNAT.
+func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, node string) PortPath {
+	spn, proto := sp.String(), sp.Proto()
+	hash := PortProtoHash(spn, proto)
+	svc, svl, ext, fw := PrefixService+hash, PrefixLocal+hash, PrefixExternal+hash, PrefixFirewall+hash
+	own := map[string]bool{svc: true, svl: true, ext: true, fw: true}
+	pp := PortPath{ServicePort: spn, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort,
+		Mode: "iptables", Family: string(nat.Family), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}, Problems: []Problem{}}
+	problem := func(sev Severity, format string, args ...any) {
+		pp.Problems = append(pp.Problems, Problem{sev, fmt.Sprintf(format, args...)})
+	}
+	portStr := strconv.Itoa(int(sp.Port))
+	// Entry rules in nat.
+	entryTarget := map[string]string{} // kind → chain
+	for _, chainName := range []string{"KUBE-SERVICES", "KUBE-NODEPORTS"} {
+		c := nat.Chain(chainName)
+		if c == nil {
+			continue
+		}
+		for _, r := range c.Rules {
+			if !own[r.Target] {
+				continue
+			}
+			e := Entry{Table: "nat", Chain: chainName, Target: r.Target, Rule: r.Text}
+			if chainName == "KUBE-NODEPORTS" {
+				e.Kind, e.Address = "nodePort", r.DPort().Value
+			} else {
+				ip := stripPrefixLen(r.Destination().Value)
+				e.Kind = addressKind(sp, ip)
+				switch {
+				case strings.HasSuffix(r.Comment, " cluster IP"):
+					e.Kind = "clusterIP"
+				case strings.HasSuffix(r.Comment, " external IP"):
+					e.Kind = "externalIP"
+				case strings.HasSuffix(r.Comment, " loadbalancer IP"):
+					e.Kind = "loadBalancerIP"
+				}
+				if ip != "" {
+					e.Address = net.JoinHostPort(ip, r.DPort().Value)
+				}
+				if e.Kind == "" {
+					e.Kind = "unknown"
+				}
+			}
+			if _, seen := entryTarget[e.Kind]; !seen {
+				entryTarget[e.Kind] = r.Target
+			}
+			pp.Entries = append(pp.Entries, e)
+		}
+	}
+	// Filter-table entries: no endpoints, firewall, health checks.
+	if filter != nil {
+		for _, chainName := range []string{"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"} {
+			c := filter.Chain(chainName)
+			if c == nil {
+				continue
+			}
+			for _, r := range c.Rules {
+				kind := ""
+				switch {
+				case r.Comment == spn+" has no endpoints":
+					kind = "noEndpoints"
+				case r.Comment == spn+" has no local endpoints":
+					kind = "noLocalEndpoints"
+				case r.Comment == spn+" health check node port":
+					kind = "healthCheck"
+				case strings.HasPrefix(r.Comment, spn+" traffic not accepted by"):
+					kind = "firewall"
+				case r.Comment == "" && (r.Target == "REJECT" || r.Target == "DROP"):
+					// Read through nft: no comments; match the address.
+					ip := stripPrefixLen(r.Destination().Value)
+					if ip != "" && addressKind(sp, ip) != "" && r.DPort().Value == portStr ||
+						ip == "" && sp.NodePort > 0 && r.DPort().Value == strconv.Itoa(int(sp.NodePort)) {
+						kind = "noEndpoints"
+						if r.Target == "DROP" {
+							kind = "noLocalEndpoints"
+						}
+					}
+				}
+				if kind == "" {
+					continue
+				}
+				addr := r.DPort().Value
+				if ip := stripPrefixLen(r.Destination().Value); ip != "" {
+					addr = net.JoinHostPort(ip, r.DPort().Value)
+				}
+				pp.Entries = append(pp.Entries, Entry{Kind: kind, Address: addr, Table: "filter", Chain: chainName, Target: r.Target, Rule: r.Text})
+			}
+		}
+	}
+
+	exp := expect(sp, inspect.Family(pp.Family), node)
+	// Routes.
+	internalChain := entryTarget["clusterIP"]
+	if internalChain == "" {
+		if sp.InternalLocal {
+			internalChain = svl
+		} else {
+			internalChain = svc
+		}
+	}
+	routes := []Route{}
+	if nat.Chain(internalChain) != nil {
+		routes = append(routes, iptRoute(nat, sp, "internal", []string{"KUBE-SERVICES"}, internalChain))
+	}
+	if hasExternal(sp) && nat.Chain(ext) != nil {
+		prefix := []string{"KUBE-SERVICES", ext}
+		if entryTarget["nodePort"] != "" && entryTarget["externalIP"] == "" && entryTarget["loadBalancerIP"] == "" {
+			prefix = []string{"KUBE-SERVICES", "KUBE-NODEPORTS", ext}
+		}
+		// EXT ends in a jump to the policy chain (SVC, or SVL for Local).
+		policy := ""
+		for _, r := range nat.Chain(ext).Rules {
+			if r.Target == svc || r.Target == svl {
+				policy = r.Target
+			}
+		}
+		if policy != "" {
+			routes = append(routes, iptRoute(nat, sp, "external", prefix[:len(prefix)-1], ext, policy))
+		} else {
+			routes = append(routes, Route{Traffic: "external", Chains: prefix, Hops: []RouteHop{}})
+		}
+	}
+	pp.Routes = routes
+
+	// Problems of the entry rules.
+	for _, ip := range sp.ClusterIPs {
+		if isIPv6(ip) != (pp.Family == string(inspect.IPv6)) {
+			continue
+		}
+		if entryTarget["clusterIP"] == "" && !hasEntry(pp.Entries, "noEndpoints") {
+			problem(SeverityError, "no KUBE-SERVICES rule for the cluster IP %s: kube-proxy has not programmed this service port on this node (is kube-proxy running and syncing?)", hostPort(ip, sp.Port))
+		}
+	}
+	if sp.NodePort > 0 && entryTarget["nodePort"] == "" && !hasEntry(pp.Entries, "noEndpoints") && !hasEntry(pp.Entries, "noLocalEndpoints") {
+		problem(SeverityError, "no KUBE-NODEPORTS rule for node port %d", sp.NodePort)
+	}
+	for _, ip := range append(append([]string{}, sp.ExternalIPs...), sp.LoadBalancerIPs...) {
+		if isIPv6(ip) != (pp.Family == string(inspect.IPv6)) {
+			continue
+		}
+		found := false
+		for _, e := range pp.Entries {
+			if strings.HasPrefix(e.Address, CanonicalIP(ip)+":") || strings.HasPrefix(e.Address, "["+CanonicalIP(ip)+"]") {
+				found = true
+			}
+		}
+		if !found {
+			problem(SeverityWarning, "no rule for external/load-balancer IP %s", hostPort(ip, sp.Port))
+		}
+	}
+	for _, c := range []string{svc, svl, ext, fw} {
+		if ch := nat.Chain(c); ch != nil && len(ch.Rules) == 0 {
+			problem(SeverityWarning, "chain %s exists but is empty", c)
+		}
+	}
+	joinEndpoints(&pp, sp, exp, problem)
+	for _, r := range pp.Routes {
+		for _, h := range r.Hops {
+			if h.Chain != "" && h.Endpoint != "" && EndpointChain(spn, proto, h.Endpoint) != h.Chain {
+				problem(SeverityError, "%s DNATs to %s, but its name belongs to a different endpoint or service port", h.Chain, h.Endpoint)
+			}
+		}
+	}
+	sortProblems(pp.Problems)
+	return pp
+}
+
+func hasEntry(entries []Entry, kind string) bool {
+	for _, e := range entries {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// iptRoute follows chains (the last one holds the probability cascade).
+func iptRoute(nat *inspect.IPTable, sp *ServicePort, traffic string, prefix []string, chains ...string) Route {
+	rt := Route{Traffic: traffic, Chains: append(append([]string{}, prefix...), chains...), Hops: []RouteHop{}}
+	last := nat.Chain(chains[len(chains)-1])
+	if last == nil {
+		return rt
+	}
+	remaining := 1.0
+	for _, r := range last.Rules {
+		if !strings.HasPrefix(r.Target, PrefixEndpoint) {
+			continue
+		}
+		if rec := recentOf(r); rec != nil && rec.Rcheck {
+			rt.AffinitySeconds = rec.Seconds
+			continue // affinity: only returning clients, not the share
+		}
+		share := remaining
+		if r.Random && r.Probability > 0 {
+			share = remaining * r.Probability
+		} else if r.Random && r.Probability == 0 && nat.FromNFT {
+			share = remaining // an xt statistic match without its argument
+		}
+		remaining -= share
+		hop := RouteHop{Chain: r.Target, Share: share, Rule: r.Text}
+		if sep := nat.Chain(r.Target); sep != nil {
+			hop.Endpoint = dnatTarget(sep)
+		}
+		if hop.Endpoint == "" {
+			// nft cannot show some DNATs of iptables-nft (IPv6): the name
+			// still says which endpoint it is.
+			for _, ep := range sp.Endpoints {
+				if EndpointChain(sp.String(), sp.Proto(), ep.String()) == r.Target {
+					hop.Endpoint = ep.String()
+				}
+			}
+		}
+		rt.Hops = append(rt.Hops, hop)
+		rt.ShareSum += share
+		if remaining <= 0 {
+			remaining = 0
+		}
+	}
+	return rt
+}
+
+func recentOf(r *inspect.IPRule) *inspect.Recent {
+	if r.More == nil {
+		return nil
+	}
+	return r.More.Recent
+}
+
+// joinEndpoints compares the endpoints the routes reach with the slices.
+func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(Severity, string, ...any)) {
+	eps := map[string]*EndpointPath{}
+	get := func(ep string) *EndpointPath {
+		if eps[ep] == nil {
+			eps[ep] = &EndpointPath{Endpoint: ep}
+		}
+		return eps[ep]
+	}
+	for ep, e := range exp.byEndpoint {
+		p := get(ep)
+		p.InSlices = true
+		p.Ready, p.Serving, p.Terminating = ptr(e.Ready), ptr(e.Serving), ptr(e.Terminating)
+		p.NodeName = e.NodeName
+		p.Local = exp.node != "" && e.NodeName == exp.node
+	}
+	internalExpected, externalExpected := exp.internal(sp), exp.external(sp)
+	localMatters := sp.InternalLocal || (sp.ExternalLocal && hasExternal(sp))
+	for ep := range internalExpected {
+		get(ep).Expected = true
+	}
+	if hasExternal(sp) {
+		for ep := range externalExpected {
+			get(ep).Expected = true
+		}
+	}
+	var internalSum, externalSum float64
+	haveInternal, haveExternal := false, false
+	for _, r := range pp.Routes {
+		for _, h := range r.Hops {
+			if h.Endpoint == "" {
+				continue
+			}
+			p := get(h.Endpoint)
+			p.InRules = true
+			if p.Chain == "" {
+				p.Chain = h.Chain
+			}
+			if r.Traffic == "internal" {
+				p.Share += h.Share
+			} else {
+				s := h.Share
+				if p.ExternalShare != nil {
+					s += *p.ExternalShare
+				}
+				p.ExternalShare = &s
+			}
+		}
+		if len(r.Hops) > 0 {
+			if r.Traffic == "internal" {
+				haveInternal, internalSum = true, r.ShareSum
+			} else {
+				haveExternal, externalSum = true, r.ShareSum
+			}
+		}
+	}
+	for _, p := range eps {
+		if p.ExternalShare != nil && math.Abs(*p.ExternalShare-p.Share) < 1e-9 {
+			p.ExternalShare = nil
+		}
+		pp.Endpoints = append(pp.Endpoints, *p)
+	}
+	sort.Slice(pp.Endpoints, func(i, j int) bool { return pp.Endpoints[i].Endpoint < pp.Endpoints[j].Endpoint })
+	for _, p := range pp.Endpoints {
+		switch {
+		case p.Expected && !p.InRules:
+			problem(SeverityError, "endpoint %s is in the EndpointSlices and should be programmed, but no rule reaches it: propagation lag or a failed sync", p.Endpoint)
+		case p.InRules && !p.InSlices:
+			problem(SeverityError, "endpoint %s is in the rules but not in the EndpointSlices: connections may go to a pod that is gone", p.Endpoint)
+		case p.InRules && !p.Expected && p.Terminating != nil && *p.Terminating:
+			problem(SeverityWarning, "endpoint %s is terminating but still gets new connections", p.Endpoint)
+		case p.InRules && !p.Expected && localMatters && !exp.localKnown:
+			// Without the node, local-only expectations are unknown.
+		case p.InRules && !p.Expected:
+			problem(SeverityWarning, "endpoint %s gets connections although kube-proxy would not program it (not ready, or not local under a Local policy)", p.Endpoint)
+		}
+	}
+	if localMatters && !exp.localKnown {
+		problem(SeverityInfo, "the traffic policy is Local: pass --node to check which endpoints are local")
+	}
+	if haveInternal && math.Abs(internalSum-1) > 1e-6 {
+		problem(SeverityError, "the endpoint shares of cluster-IP traffic add up to %.4f, not 1: some new connections match no endpoint", internalSum)
+	}
+	if haveExternal && math.Abs(externalSum-1) > 1e-6 {
+		problem(SeverityError, "the endpoint shares of external traffic add up to %.4f, not 1", externalSum)
+	}
+	expectedAny := len(internalExpected) > 0
+	if !expectedAny && !haveInternal && !hasEntry(pp.Entries, "noEndpoints") && len(pp.Entries) > 0 {
+		problem(SeverityWarning, "the service has no usable endpoints but no \"has no endpoints\" reject rule")
+	}
+	if !expectedAny && len(exp.byEndpoint) == 0 {
+		problem(SeverityInfo, "the EndpointSlices list no endpoints for this port (selector matches no ready pod?)")
+	}
+	if expectedAny && hasEntry(pp.Entries, "noEndpoints") {
+		problem(SeverityError, "connections are rejected as \"no endpoints\" although the EndpointSlices have ready endpoints: kube-proxy has not caught up")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sortProblems(ps []Problem) {
+	rank := map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
+	sort.SliceStable(ps, func(i, j int) bool { return rank[ps[i].Severity] < rank[ps[j].Severity] })
+}
+
+// explainNFTables follows the service-ips / service-nodeports maps into
+// the service's chains and their numgen DNAT maps (or endpoint chains).
+func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam inspect.Family, node string) PortPath {
+	spn, proto := sp.String(), sp.Proto()
+	base := NFTServiceBase(sp.Namespace, sp.Name, proto, sp.PortName)
+	svc, local, ext, fw := NFTPrefixService+base, NFTPrefixLocal+base, NFTPrefixExternal+base, NFTPrefixFirewall+base
+	own := map[string]bool{svc: true, local: true, ext: true, fw: true}
+	pp := PortPath{ServicePort: spn, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort,
+		Mode: "nftables", Family: string(fam), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}, Problems: []Problem{}}
+	problem := func(sev Severity, format string, args ...any) {
+		pp.Problems = append(pp.Problems, Problem{sev, fmt.Sprintf(format, args...)})
+	}
+	portStr := strconv.Itoa(int(sp.Port))
+	entryTarget := map[string]string{}
+	for _, mapName := range []string{"service-ips", "service-nodeports", "firewall-ips", "no-endpoint-services", "no-endpoint-nodeports"} {
+		m := t.Map(mapName)
+		if m == nil {
+			continue
+		}
+		for _, el := range m.Elements {
+			verdict := strings.Join(el.Value, " ")
+			target := strings.TrimPrefix(strings.TrimPrefix(verdict, "goto "), "jump ")
+			e := Entry{Table: t.Name, Chain: mapName, Target: target, Rule: elementText(el)}
+			switch mapName {
+			case "service-ips", "firewall-ips":
+				if !own[target] || len(el.Key) < 3 {
+					continue
+				}
+				e.Kind = addressKind(sp, el.Key[0])
+				if mapName == "firewall-ips" {
+					e.Kind = "firewall"
+				}
+				e.Address = net.JoinHostPort(el.Key[0], el.Key[2])
+			case "service-nodeports":
+				if !own[target] || len(el.Key) < 2 {
+					continue
+				}
+				e.Kind, e.Address = "nodePort", el.Key[1]
+			case "no-endpoint-services":
+				if len(el.Key) < 3 || addressKind(sp, el.Key[0]) == "" || el.Key[2] != portStr || !strings.EqualFold(el.Key[1], proto) {
+					continue
+				}
+				e.Kind, e.Address = "noEndpoints", net.JoinHostPort(el.Key[0], el.Key[2])
+				if verdict == "drop" {
+					e.Kind = "noLocalEndpoints"
+				}
+			case "no-endpoint-nodeports":
+				if len(el.Key) < 2 || sp.NodePort == 0 || el.Key[1] != strconv.Itoa(int(sp.NodePort)) || !strings.EqualFold(el.Key[0], proto) {
+					continue
+				}
+				e.Kind, e.Address = "noEndpoints", el.Key[1]
+				if verdict == "drop" {
+					e.Kind = "noLocalEndpoints"
+				}
+			}
+			if e.Kind == "" {
+				e.Kind = "unknown"
+			}
+			if _, seen := entryTarget[e.Kind]; !seen {
+				entryTarget[e.Kind] = target
+			}
+			pp.Entries = append(pp.Entries, e)
+		}
+	}
+	exp := expect(sp, fam, node)
+	internalChain := entryTarget["clusterIP"]
+	if internalChain == "" {
+		internalChain = svc
+		if sp.InternalLocal {
+			internalChain = local
+		}
+	}
+	if t.Chain(internalChain) != nil {
+		pp.Routes = append(pp.Routes, nftRoute(t, "internal", []string{"services", internalChain}))
+	}
+	if hasExternal(sp) {
+		if c := t.Chain(ext); c != nil {
+			policy := ""
+			for _, r := range c.Rules {
+				for _, g := range append(append([]string{}, r.Info.Gotos...), r.Info.Jumps...) {
+					if g == svc || g == local {
+						policy = g // the last one: pod/local traffic short-circuits go first
+					}
+				}
+			}
+			if policy != "" {
+				pp.Routes = append(pp.Routes, nftRoute(t, "external", []string{"services", ext, policy}))
+			}
+		}
+	}
+	for _, ip := range sp.ClusterIPs {
+		if isIPv6(ip) != (fam == inspect.IPv6) {
+			continue
+		}
+		if entryTarget["clusterIP"] == "" && !hasEntry(pp.Entries, "noEndpoints") {
+			problem(SeverityError, "no service-ips element for the cluster IP %s: kube-proxy has not programmed this service port on this node", hostPort(ip, sp.Port))
+		}
+	}
+	if sp.NodePort > 0 && entryTarget["nodePort"] == "" && !hasEntry(pp.Entries, "noEndpoints") && !hasEntry(pp.Entries, "noLocalEndpoints") {
+		problem(SeverityError, "no service-nodeports element for node port %d", sp.NodePort)
+	}
+	joinEndpoints(&pp, sp, exp, problem)
+	for _, r := range pp.Routes {
+		for _, h := range r.Hops {
+			if h.Chain == "" || h.Endpoint == "" {
+				continue
+			}
+			if n, ok := ParseNFTName(h.Chain); ok && !n.Truncated && n.Endpoint != "" && n.Endpoint != h.Endpoint {
+				problem(SeverityError, "%s DNATs to %s, but its name says %s", h.Chain, h.Endpoint, n.Endpoint)
+			}
+		}
+	}
+	sortProblems(pp.Problems)
+	return pp
+}
+
+func elementText(el *knftables.Element) string {
+	s := strings.Join(el.Key, " . ")
+	if el.Comment != nil {
+		s += fmt.Sprintf(" comment %q", *el.Comment)
+	}
+	if len(el.Value) > 0 {
+		s += " : " + strings.Join(el.Value, " . ")
+	}
+	return s
+}
+
+// nftRoute reads the last chain's load balancing: a numgen DNAT map, a
+// numgen verdict map of endpoint chains, or a single DNAT.
+func nftRoute(t *inspect.NFTTable, traffic string, chains []string) Route {
+	rt := Route{Traffic: traffic, Chains: chains, Hops: []RouteHop{}}
+	c := t.Chain(chains[len(chains)-1])
+	if c == nil {
+		return rt
+	}
+	for _, r := range c.Rules {
+		in := r.Info
+		switch {
+		case len(in.Sets) > 0 && len(in.Gotos) > 0 && in.Numgen == 0:
+			// ip saddr @affinity-X goto endpoint-X: returning clients only.
+			if s := t.Set(in.Sets[0]); s != nil && s.Timeout != nil {
+				rt.AffinitySeconds = int(s.Timeout.Seconds())
+			}
+		case in.Numgen > 0:
+			for i := 0; i < in.Numgen; i++ {
+				target, ok := in.NumgenTargets[i]
+				if !ok {
+					continue
+				}
+				hop := RouteHop{Share: 1 / float64(in.Numgen), Rule: r.Rule.Rule}
+				if ec := t.Chain(target); ec != nil {
+					hop.Chain = target
+					hop.Endpoint = nftChainDNAT(ec)
+				} else {
+					hop.Endpoint = target
+				}
+				rt.Hops = append(rt.Hops, hop)
+				rt.ShareSum += hop.Share
+			}
+		case len(in.DNAT) == 1:
+			rt.Hops = append(rt.Hops, RouteHop{Endpoint: in.DNAT[0], Share: 1, Rule: r.Rule.Rule})
+			rt.ShareSum++
+		case len(in.Gotos) == 1 && strings.HasPrefix(in.Gotos[0], NFTPrefixEndpoint):
+			ec := t.Chain(in.Gotos[0])
+			hop := RouteHop{Chain: in.Gotos[0], Share: 1, Rule: r.Rule.Rule}
+			if ec != nil {
+				hop.Endpoint = nftChainDNAT(ec)
+			}
+			rt.Hops = append(rt.Hops, hop)
+			rt.ShareSum++
+		}
+	}
+	return rt
+}
+
+func nftChainDNAT(c *inspect.NFTChain) string {
+	for _, r := range c.Rules {
+		if len(r.Info.DNAT) > 0 {
+			return r.Info.DNAT[0]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,369 @@
+package correlate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"sigs.k8s.io/knftables"
+)
+
+// StaleChain is a kube-proxy chain that no current Service or endpoint
+// owns, or a leftover of an older version.
+type StaleChain struct {
+	Mode   string `json:"mode"`
+	Family string `json:"family"`
+	Table  string `json:"table"`
+	Chain  string `json:"chain"`
+	Kind   Kind   `json:"kind"`
+	// ServicePort is the former owner when it could be recovered.
+	ServicePort string   `json:"servicePort"`
+	Endpoint    string   `json:"endpoint,omitempty"`
+	Evidence    Evidence `json:"evidence"`
+	Rules       int      `json:"rules"`
+	// Referenced: a jump, goto or map element that traffic can reach
+	// still leads here. Harmful: connections can be sent to a Service or
+	// endpoint that is gone. Unreferenced stale chains are harmless.
+	Referenced   bool     `json:"referenced"`
+	ReferencedBy []string `json:"referencedBy,omitempty"`
+	// Flushed: an nftables chain kube-proxy has emptied and will delete on
+	// a later sync.
+	Flushed bool `json:"flushed,omitempty"`
+	// Leftover: written by an older version that current kube-proxy never
+	// cleans up (KUBE-XLB-), or by the kubelet (KUBE-MARK-DROP).
+	Leftover bool `json:"leftover,omitempty"`
+	// NotDueYet: kube-proxy will remove it on its own; nobody needs to act.
+	NotDueYet bool   `json:"notDueYet"`
+	Reason    string `json:"reason"`
+}
+
+// StaleElement is an nftables map or set element that points at no current
+// Service or at a stale chain.
+type StaleElement struct {
+	Family     string `json:"family"`
+	Table      string `json:"table"`
+	Map        string `json:"map"`
+	Element    string `json:"element"`
+	Target     string `json:"target,omitempty"`
+	Referenced bool   `json:"referenced"`
+	Reason     string `json:"reason"`
+}
+
+// StaleReport is what `stale` reports.
+type StaleReport struct {
+	Chains   []StaleChain   `json:"stale"`
+	Elements []StaleElement `json:"elements"`
+	// LargeClusterMode per family, from the API objects (> 1000 endpoints).
+	LargeClusterMode map[string]bool `json:"largeClusterMode,omitempty"`
+	Notes            []string        `json:"notes"`
+}
+
+// StaleOptions tune the "not due yet" judgement.
+type StaleOptions struct {
+	// SyncPeriod is kube-proxy's syncPeriod (30s when unknown).
+	SyncPeriod time.Duration
+	// SinceLastSync is how long before the dump kube-proxy last synced,
+	// when metrics tell; 0 when unknown.
+	SinceLastSync time.Duration
+}
+
+const largeClusterEndpointsThreshold = 1000
+
+// LargeClusterMode says, per IP family, whether kube-proxy's iptables
+// proxier is in large-cluster mode for these objects: more than 1000
+// endpoints over all service ports (pkg/proxy/iptables/proxier.go).
+func LargeClusterMode(objs *Objects) map[string]bool {
+	if objs == nil {
+		return nil
+	}
+	n := map[string]int{}
+	for _, sp := range objs.ServicePorts() {
+		if !sp.Proxied {
+			continue
+		}
+		for _, ep := range sp.Endpoints {
+			if ep.IPv6 {
+				n[string(inspect.IPv6)]++
+			} else {
+				n[string(inspect.IPv4)]++
+			}
+		}
+	}
+	return map[string]bool{
+		string(inspect.IPv4): n[string(inspect.IPv4)] > largeClusterEndpointsThreshold,
+		string(inspect.IPv6): n[string(inspect.IPv6)] > largeClusterEndpointsThreshold,
+	}
+}
+
+// FindStale lists stale chains and elements. res must come from Attribute
+// with the same ruleset; without API objects only leftovers of older
+// versions can be found, and a note says so.
+func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects, opts StaleOptions) *StaleReport {
+	if opts.SyncPeriod == 0 {
+		opts.SyncPeriod = 30 * time.Second
+	}
+	rep := &StaleReport{Chains: []StaleChain{}, Elements: []StaleElement{}, Notes: []string{}, LargeClusterMode: LargeClusterMode(objs)}
+	if !res.HaveObjects {
+		rep.Notes = append(rep.Notes, "no API objects given: only leftovers of older versions can be told; pass --from-objects (or use --node on a cluster) to find chains no current Service owns")
+	}
+	graphs := map[string]*refGraph{}
+	graphOf := func(mode, family, table string) *refGraph {
+		k := mode + "/" + family + "/" + table
+		if g, ok := graphs[k]; ok {
+			return g
+		}
+		var g *refGraph
+		if mode == "iptables" {
+			for _, t := range rs.IPTables {
+				if string(t.Family) == family && t.Name == table {
+					g = iptablesGraph(t)
+					break
+				}
+			}
+		} else {
+			for _, t := range rs.NFTables {
+				if nftFamily(t.Family) == family && t.Name == table {
+					g = nftGraph(t)
+					break
+				}
+			}
+		}
+		graphs[k] = g
+		return g
+	}
+	for _, c := range res.Chains {
+		leftover := strings.HasPrefix(c.Chain, PrefixXLB) || c.Chain == "KUBE-MARK-DROP"
+		if !c.Stale && !leftover {
+			continue
+		}
+		s := StaleChain{Mode: c.Mode, Family: c.Family, Table: c.Table, Chain: c.Chain, Kind: c.Kind,
+			ServicePort: c.ServicePort, Endpoint: c.Endpoint, Evidence: c.Evidence, Rules: int(c.Rules), Leftover: leftover}
+		if g := graphOf(c.Mode, c.Family, c.Table); g != nil {
+			s.ReferencedBy = g.referrers[c.Chain]
+			s.Referenced = g.reachable[c.Chain]
+		}
+		s.Flushed = c.Mode == "nftables" && c.Rules == 0
+		s.Reason, s.NotDueYet = staleReason(s, rep.LargeClusterMode[c.Family], opts)
+		rep.Chains = append(rep.Chains, s)
+	}
+	if res.HaveObjects {
+		for _, t := range rs.NFTables {
+			if t.IsKubeProxy() {
+				rep.Elements = append(rep.Elements, staleElements(t, res, objs, graphOf("nftables", nftFamily(t.Family), t.Name))...)
+			}
+		}
+	}
+	sort.SliceStable(rep.Chains, func(i, j int) bool {
+		a, b := rep.Chains[i], rep.Chains[j]
+		if a.Referenced != b.Referenced {
+			return a.Referenced // harmful first
+		}
+		if a.ServicePort != b.ServicePort {
+			return a.ServicePort < b.ServicePort
+		}
+		return a.Chain < b.Chain
+	})
+	if n := len(rep.Chains); n > 0 {
+		due := 0
+		for _, s := range rep.Chains {
+			if s.NotDueYet {
+				due++
+			}
+		}
+		if due > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d stale chains are simply not cleaned up yet: kube-proxy removes them on its own (see each reason); nobody needs to act unless they are still there after %s", due, n, 2*opts.SyncPeriod))
+		}
+	}
+	return rep
+}
+
+func staleReason(s StaleChain, largeMode bool, opts StaleOptions) (string, bool) {
+	owner := "a Service port that no longer exists"
+	if s.ServicePort != "" {
+		owner = s.ServicePort
+		if s.Endpoint != "" {
+			owner += " → " + s.Endpoint
+		}
+	}
+	switch {
+	case strings.HasPrefix(s.Chain, PrefixXLB):
+		return fmt.Sprintf("left by kube-proxy ≤1.23 (KUBE-XLB- became KUBE-EXT-/KUBE-SVL- in 1.24) for %s; newer kube-proxy never deletes it. Harmless if unreferenced; remove it with `iptables -t nat -F %[2]s && iptables -t nat -X %[2]s` on the node", owner, s.Chain), false
+	case s.Chain == "KUBE-MARK-DROP":
+		return "created by kubelet ≤1.27 (IPTablesOwnershipCleanup removed it in 1.28); nothing uses it. Harmless", false
+	case s.Referenced:
+		return fmt.Sprintf("owned by %s but still reached from %s: new connections can be sent to a Service or endpoint that is gone. kube-proxy rewrites the referring chain on its next sync of that Service; if this stays, kube-proxy is not syncing (see `counts`/`triage`)", owner, strings.Join(s.ReferencedBy, ", ")), false
+	case s.Mode == "nftables" && s.Flushed:
+		return fmt.Sprintf("flushed by kube-proxy (was %s); it deletes flushed chains on a later sync, more than 1 s after flushing them (kernels before 6.2 need the delay)", owner), true
+	case s.Mode == "nftables":
+		return fmt.Sprintf("was %s; kube-proxy flushes it on its next sync and deletes it on the one after", owner), true
+	case largeMode:
+		return fmt.Sprintf("was %s; in large-cluster mode (more than 1000 endpoints) kube-proxy deletes stale chains at most once per syncPeriod (%s), so it lingers for up to that long", owner, opts.SyncPeriod), true
+	default:
+		return fmt.Sprintf("was %s; unreferenced, so harmless. kube-proxy deletes stale chains on every sync: if it stays, kube-proxy is not syncing or another writer re-creates it", owner), true
+	}
+}
+
+// refGraph knows who refers to each chain and what traffic can reach.
+type refGraph struct {
+	referrers map[string][]string
+	reachable map[string]bool
+}
+
+func iptablesGraph(t *inspect.IPTable) *refGraph {
+	g := &refGraph{referrers: map[string][]string{}, reachable: map[string]bool{}}
+	edges := map[string][]string{}
+	for _, c := range t.Chains {
+		for _, r := range c.Rules {
+			if r.Target == "" || t.Chain(r.Target) == nil {
+				continue
+			}
+			edges[c.Name] = append(edges[c.Name], r.Target)
+			if !containsString(g.referrers[r.Target], c.Name) {
+				g.referrers[r.Target] = append(g.referrers[r.Target], c.Name)
+			}
+		}
+	}
+	var roots []string
+	for _, c := range t.Chains {
+		if inspect.BuiltinChains[c.Name] {
+			roots = append(roots, c.Name)
+		}
+	}
+	g.walk(roots, edges)
+	return g
+}
+
+func nftGraph(t *inspect.NFTTable) *refGraph {
+	g := &refGraph{referrers: map[string][]string{}, reachable: map[string]bool{}}
+	edges := map[string][]string{}
+	add := func(from, to string) {
+		if t.Chain(to) == nil {
+			return
+		}
+		edges[from] = append(edges[from], to)
+		if !containsString(g.referrers[to], from) {
+			g.referrers[to] = append(g.referrers[to], from)
+		}
+	}
+	var roots []string
+	for _, c := range t.Chains {
+		if c.IsBase() {
+			roots = append(roots, c.Name)
+		}
+		for _, r := range c.Rules {
+			for _, to := range append(append([]string{}, r.Info.Jumps...), r.Info.Gotos...) {
+				add(c.Name, to)
+			}
+			for _, mapName := range r.Info.VMaps {
+				if m := t.Map(mapName); m != nil {
+					for _, el := range m.Elements {
+						if to := verdictTarget(el); to != "" {
+							add(c.Name, to)
+						}
+					}
+				}
+			}
+		}
+	}
+	g.walk(roots, edges)
+	return g
+}
+
+func (g *refGraph) walk(roots []string, edges map[string][]string) {
+	stack := append([]string{}, roots...)
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if g.reachable[c] {
+			continue
+		}
+		g.reachable[c] = true
+		stack = append(stack, edges[c]...)
+	}
+}
+
+func verdictTarget(el *knftables.Element) string {
+	v := strings.Join(el.Value, " ")
+	if to, ok := strings.CutPrefix(v, "goto "); ok {
+		return to
+	}
+	if to, ok := strings.CutPrefix(v, "jump "); ok {
+		return to
+	}
+	return ""
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// staleElements finds map elements pointing at stale or missing chains,
+// and no-endpoint elements naming service ports that are gone.
+func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph) []StaleElement {
+	fam := nftFamily(t.Family)
+	stale := map[string]bool{}
+	for _, c := range res.Chains {
+		if c.Mode == "nftables" && c.Family == fam && c.Table == t.Name && c.Stale {
+			stale[c.Chain] = true
+		}
+	}
+	current := map[string]bool{}
+	ips := map[string]bool{}
+	for _, sp := range objs.ServicePorts() {
+		current[sp.String()] = true
+		for _, ip := range sp.ClusterIPs {
+			ips[CanonicalIP(ip)] = true
+		}
+	}
+	var out []StaleElement
+	for _, m := range t.Maps {
+		for _, el := range m.Elements {
+			e := StaleElement{Family: fam, Table: t.Name, Map: m.Name, Element: elementText(el), Referenced: g != nil && mapUsed(t, m.Name, g)}
+			to := verdictTarget(el)
+			switch {
+			case to != "" && stale[to]:
+				e.Target, e.Reason = to, fmt.Sprintf("points at stale chain %s: traffic for this address still goes to a Service that is gone", to)
+			case to != "" && t.Chain(to) == nil:
+				e.Target, e.Reason = to, fmt.Sprintf("points at chain %s, which does not exist", to)
+			case el.Comment != nil && isServicePortName(*el.Comment) && !current[*el.Comment]:
+				e.Reason = fmt.Sprintf("names %s, which no longer exists", *el.Comment)
+			default:
+				continue
+			}
+			out = append(out, e)
+		}
+	}
+	if s := t.Set("cluster-ips"); s != nil {
+		for _, el := range s.Elements {
+			if len(el.Key) == 1 && !ips[CanonicalIP(el.Key[0])] {
+				out = append(out, StaleElement{Family: fam, Table: t.Name, Map: "cluster-ips", Element: el.Key[0], Referenced: true,
+					Reason: "a cluster IP no current Service has"})
+			}
+		}
+	}
+	return out
+}
+
+// mapUsed reports whether a reachable chain looks the map up.
+func mapUsed(t *inspect.NFTTable, name string, g *refGraph) bool {
+	for _, c := range t.Chains {
+		if !g.reachable[c.Name] {
+			continue
+		}
+		for _, r := range c.Rules {
+			for _, v := range r.Info.VMaps {
+				if v == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
