@@ -347,6 +347,9 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, node string)
 			e := Entry{Table: "nat", Chain: chainName, Target: r.Target, Rule: r.Text}
 			if chainName == "KUBE-NODEPORTS" {
 				e.Kind, e.Address = "nodePort", r.DPort().Value
+				if ip := stripPrefixLen(r.Destination().Value); ip != "" {
+					e.Address = net.JoinHostPort(r.Destination().Value, r.DPort().Value)
+				}
 			} else {
 				ip := stripPrefixLen(r.Destination().Value)
 				e.Kind = addressKind(sp, ip)
@@ -613,19 +616,32 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(
 		pp.Endpoints = append(pp.Endpoints, *p)
 	}
 	sort.Slice(pp.Endpoints, func(i, j int) bool { return pp.Endpoints[i].Endpoint < pp.Endpoints[j].Endpoint })
+	var missing, extra, terminating, unexpected []string
 	for _, p := range pp.Endpoints {
 		switch {
 		case p.Expected && !p.InRules:
-			problem(SeverityError, "endpoint %s is in the EndpointSlices and should be programmed, but no rule reaches it: propagation lag or a failed sync", p.Endpoint)
+			missing = append(missing, p.Endpoint)
 		case p.InRules && !p.InSlices:
-			problem(SeverityError, "endpoint %s is in the rules but not in the EndpointSlices: connections may go to a pod that is gone", p.Endpoint)
+			extra = append(extra, p.Endpoint)
 		case p.InRules && !p.Expected && p.Terminating != nil && *p.Terminating:
-			problem(SeverityWarning, "endpoint %s is terminating but still gets new connections", p.Endpoint)
+			terminating = append(terminating, p.Endpoint)
 		case p.InRules && !p.Expected && localMatters && !exp.localKnown:
 			// Without the node, local-only expectations are unknown.
 		case p.InRules && !p.Expected:
-			problem(SeverityWarning, "endpoint %s gets connections although kube-proxy would not program it (not ready, or not local under a Local policy)", p.Endpoint)
+			unexpected = append(unexpected, p.Endpoint)
 		}
+	}
+	if len(missing) > 0 {
+		problem(SeverityError, "%s in the EndpointSlices and should be programmed, but no rule reaches %s: propagation lag or a failed sync", listEndpoints(missing), them(missing))
+	}
+	if len(extra) > 0 {
+		problem(SeverityError, "%s in the rules but not in the EndpointSlices: connections may go to pods that are gone", listEndpoints(extra))
+	}
+	if len(terminating) > 0 {
+		problem(SeverityWarning, "%s terminating but still %s new connections", listEndpoints(terminating), gets(terminating))
+	}
+	if len(unexpected) > 0 {
+		problem(SeverityWarning, "%s %s connections although kube-proxy would not program %s (not ready, or not local under a Local policy)", listEndpoints(unexpected), gets(unexpected), them(unexpected))
 	}
 	if localMatters && !exp.localKnown {
 		problem(SeverityInfo, "the traffic policy is Local: pass --node to check which endpoints are local")
@@ -837,4 +853,32 @@ func nftChainDNAT(c *inspect.NFTChain) string {
 		}
 	}
 	return ""
+}
+
+// listEndpoints names a few endpoints: "endpoint 10.0.0.1:80 is" or
+// "4 endpoints (10.0.0.1:80, 10.0.0.2:80, 10.0.0.3:80 and 1 more) are".
+func listEndpoints(eps []string) string {
+	if len(eps) == 1 {
+		return "endpoint " + eps[0] + " is"
+	}
+	shown := eps
+	more := ""
+	if len(eps) > 3 {
+		shown, more = eps[:3], fmt.Sprintf(" and %d more", len(eps)-3)
+	}
+	return fmt.Sprintf("%d endpoints (%s%s) are", len(eps), strings.Join(shown, ", "), more)
+}
+
+func them(eps []string) string {
+	if len(eps) == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+func gets(eps []string) string {
+	if len(eps) == 1 {
+		return "gets"
+	}
+	return "get"
 }

@@ -102,7 +102,7 @@ func TestExplainStaleRulesAgainstNewObjects(t *testing.T) {
 			missing++
 		}
 	}
-	if missing == 0 || !strings.Contains(problemsOf(up), "no rule reaches it") {
+	if missing == 0 || !strings.Contains(problemsOf(up), "no rule reaches them") {
 		t.Errorf("scale-up not reported: %d missing endpoints\n%s", missing, problemsOf(up))
 	}
 	// Shares in the rules still add up: the cascade is consistent.

@@ -62,13 +62,15 @@ kubectl; the rarer ones (--server, --token, --as, ...) are accepted too.`,
 	// --version without cobra's -v shorthand: kubectl uses -v for verbosity.
 	root.Flags().Bool("version", false, "print the version and exit")
 	root.SetVersionTemplate("{{.DisplayName}} {{.Version}}\n")
-	_, cluster := AddKubectlFlags(root)
+	kube, cluster := AddKubectlFlags(root)
 
 	mapCmd := NewCmdMap(name, streams)
 	if mapCmd.Flags().Lookup("node") != nil {
 		_ = mapCmd.RegisterFlagCompletionFunc("node", NodeCompletion(cluster))
 	}
 	root.AddCommand(mapCmd)
+	root.AddCommand(NewCmdExplain(name, streams, kube))
+	root.AddCommand(NewCmdStale(name, streams))
 	root.AddCommand(NewCmdVersion(name, streams))
 	return root
 }

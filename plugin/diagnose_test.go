@@ -1,0 +1,87 @@
+package plugin
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestExplainAndStaleGolden(t *testing.T) {
+	const small = "../testdata/fixtures/small-v1.37/"
+	const churn = "../testdata/fixtures/large-churn-v1.37/"
+	tests := []struct {
+		golden string
+		args   []string
+	}{
+		{"explain-frontend-iptables.txt", []string{"explain", "svc/frontend", "-n", "shop", "--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json", "--node", "node-a"}},
+		{"explain-ingress-local-nftables.txt", []string{"explain", "ingress", "-n", "shop", "--port", "http", "--from-dump", small + "nftables/ruleset.txt", "--from-objects", small + "objects.json", "--node", "node-a"}},
+		{"explain-scaled-down-before-sync.txt", []string{"explain", "svc/svc-001", "-n", "load", "--from-dump", churn + "iptables/restore-ipv4.sync1.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}},
+		{"stale-churn.txt", []string{"stale", "--from-dump", churn + "iptables/save-legacy-ipv4.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}},
+		{"stale-healthy.txt", []string{"stale", "--from-dump", small + "nftables/ruleset.json", "--from-objects", small + "objects.json"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.golden, func(t *testing.T) {
+			out, errOut, err := runCmd(t, nil, tc.args...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, errOut)
+			}
+			checkGolden(t, tc.golden, []byte(out))
+		})
+	}
+}
+
+func TestExplainJSON(t *testing.T) {
+	const churn = "../testdata/fixtures/large-churn-v1.37/"
+	out, errOut, err := runCmd(t, nil, "explain", "svc/svc-002", "-n", "load", "--from-dump", churn+"iptables/restore-ipv4.sync1.txt", "--from-objects", churn+"objects.json", "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	var rep struct {
+		APIVersion, Kind string
+		Ports            []struct {
+			ServicePort, Protocol string
+			Endpoints             []struct {
+				Endpoint          string
+				InRules, InSlices bool
+				Share             float64
+			}
+			Problems []struct{ Severity, Message string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.APIVersion != APIVersion || rep.Kind != "ServiceExplanation" || len(rep.Ports) != 1 || rep.Ports[0].ServicePort != "load/svc-002:http" {
+		t.Fatalf("report: %.300s", out)
+	}
+	missing := 0
+	for _, ep := range rep.Ports[0].Endpoints {
+		if ep.InSlices && !ep.InRules {
+			missing++
+			if ep.Share != 0 {
+				t.Errorf("%s: share %v without a rule", ep.Endpoint, ep.Share)
+			}
+		}
+	}
+	if missing == 0 || len(rep.Ports[0].Problems) == 0 || rep.Ports[0].Problems[0].Severity != "error" {
+		t.Errorf("missing=%d problems=%v", missing, rep.Ports[0].Problems)
+	}
+}
+
+func TestExplainErrors(t *testing.T) {
+	const small = "../testdata/fixtures/small-v1.37/"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain", "svc/web", "-n", "shop", "--from-dump", small + "iptables/save-nft-ipv4.txt"}, "needs the Services and EndpointSlices"},
+		{[]string{"explain", "pod/web", "--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json"}, "takes a Service"},
+		{[]string{"explain", "svc/nope", "-n", "shop", "--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json"}, "not found"},
+		{[]string{"explain", "svc/web", "-n", "shop", "--port", "9999", "--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json"}, "has no port"},
+	} {
+		_, _, err := runCmd(t, nil, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

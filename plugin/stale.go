@@ -1,0 +1,149 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+)
+
+// StaleOptions are the options of `stale`.
+type StaleOptions struct {
+	genericiooptions.IOStreams
+	Sources    SourceOptions
+	Output     string
+	Color      string
+	SyncPeriod time.Duration
+
+	term *Terminal
+}
+
+const staleExample = `  # Chains and map entries no current Service owns, and who owned them
+  %[1]s stale --from-dump iptables-save.txt --from-objects objects.json --node ip-10-0-1-7
+
+  # nftables mode, as JSON
+  %[1]s stale --from-dump ruleset.json --from-objects objects.json -o json`
+
+// NewCmdStale builds `stale`.
+func NewCmdStale(name string, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StaleOptions{IOStreams: streams, Output: "text", Color: "auto"}
+	cmd := &cobra.Command{
+		Use:   "stale --from-dump FILE --from-objects FILE [--node NAME]",
+		Short: "List kube-proxy chains and map entries that no current Service or endpoint owns",
+		Long: `List the kube-proxy chains (and nftables map and set elements) that no current
+Service or endpoint owns, with their former owner where it can be recovered
+(remaining comments, the jump graph, the DNAT target hashed against every
+current service port). Each is marked harmful when traffic can still reach it,
+or harmless when nothing refers to it, and says when kube-proxy will remove it
+by itself: large-cluster mode cleans up at most once per syncPeriod, nftables
+deletes a flushed chain a sync later. Leftovers of older versions (KUBE-XLB-,
+the kubelet's KUBE-MARK-DROP) are listed too.
+
+Use it when a dump shows chains you cannot place, or after deleting Services.`,
+		Example: fmt.Sprintf(staleExample, name),
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Sources.In = o.In
+			t, err := NewTerminal(o.Out, o.Color)
+			if err != nil {
+				return err
+			}
+			o.term = t
+			if err := validateOutput(o.Output); err != nil {
+				return err
+			}
+			if err := o.Sources.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	o.Sources.AddFlags(cmd.Flags())
+	cmd.Flags().DurationVar(&o.SyncPeriod, "sync-period", 0, "kube-proxy's syncPeriod, when not 30s and no --from-config says it")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, wide, json or yaml")
+	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
+	return cmd
+}
+
+// StaleReport is the machine-readable report of `stale`.
+type StaleReport struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Node       string `json:"node,omitempty"`
+	*correlate.StaleReport
+}
+
+// Run finds the stale chains.
+func (o *StaleOptions) Run() error {
+	l, err := o.Sources.Load()
+	if err != nil {
+		return err
+	}
+	warnDumps(o.ErrOut, l)
+	res := correlate.Attribute(l.Ruleset, l.Objects)
+	rep := correlate.FindStale(l.Ruleset, res, l.Objects, correlate.StaleOptions{SyncPeriod: o.SyncPeriod})
+	out := &StaleReport{APIVersion: APIVersion, Kind: "StaleReport", Node: o.Sources.Node, StaleReport: rep}
+	if o.Output == "json" || o.Output == "yaml" {
+		return printMachine(o.Out, o.Output, out)
+	}
+	return renderStale(o.Out, o.term, rep, o.Output == "wide")
+}
+
+func staleState(s correlate.StaleChain) string {
+	switch {
+	case s.Referenced:
+		return "HARMFUL"
+	case s.Leftover:
+		return "leftover"
+	case s.NotDueYet:
+		return "not due"
+	}
+	return "harmless"
+}
+
+func renderStale(out io.Writer, t *Terminal, rep *correlate.StaleReport, wide bool) error {
+	st := t.styles()
+	if len(rep.Chains) == 0 && len(rep.Elements) == 0 {
+		fmt.Fprintln(out, st.good.Render("no stale kube-proxy chains or map elements"))
+	}
+	for _, s := range rep.Chains {
+		owner := s.ServicePort
+		if owner == "" {
+			owner = "(former owner unknown)"
+		}
+		if s.Endpoint != "" {
+			owner += " → " + s.Endpoint
+		}
+		state := staleState(s)
+		style := st.dim
+		if s.Referenced {
+			style = st.bad
+		}
+		chain := s.Chain
+		if !wide {
+			chain = shortName(chain)
+		}
+		fmt.Fprintf(out, "%s  %s %s  %s\n", style.Render(fmt.Sprintf("%-8s", state)), chain, st.dim.Render(fmt.Sprintf("(%s, %s %s)", s.Kind, s.Family, s.Table)), owner)
+		fmt.Fprintln(out, trimTrailing(indent(st.dim.Render(wrap(s.Reason, t.Width-10)), "          ")))
+	}
+	for _, e := range rep.Elements {
+		fmt.Fprintf(out, "%s  %s %s\n", st.warn.Render("element "), e.Map, e.Element)
+		fmt.Fprintln(out, trimTrailing(indent(st.dim.Render(wrap(e.Reason, t.Width-10)), "          ")))
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, wrap(n, t.Width))
+	}
+	return nil
+}
+
+func indent(s, prefix string) string {
+	lines := splitLines(s)
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return joinLines(lines)
+}
