@@ -134,8 +134,68 @@ func Explain(rs *inspect.Ruleset, objs *Objects, opts ExplainOptions) (*Explanat
 	if objs == nil {
 		return nil, fmt.Errorf("explain needs the Services and EndpointSlices (--from-objects, or a cluster)")
 	}
+	return newExplainer(rs, objs.ServicePorts()).explain(opts)
+}
+
+// ExplainAll explains every Service that kube-proxy writes rules for.
+func ExplainAll(rs *inspect.Ruleset, objs *Objects, node string) []*Explanation {
+	if objs == nil {
+		return nil
+	}
+	sps := objs.ServicePorts()
+	x := newExplainer(rs, sps)
+	var out []*Explanation
+	seen := map[string]bool{}
+	for _, sp := range sps {
+		k := sp.Namespace + "/" + sp.Name
+		if seen[k] || !sp.Proxied {
+			continue
+		}
+		seen[k] = true
+		if ex, err := x.explain(ExplainOptions{Namespace: sp.Namespace, Name: sp.Name, Node: node}); err == nil {
+			out = append(out, ex)
+		}
+	}
+	return out
+}
+
+// explainer holds what explaining many Services shares: the service
+// ports, and per nat table the rules of KUBE-SERVICES and KUBE-NODEPORTS by
+// target chain (one pass instead of one per Service).
+type explainer struct {
+	rs      *inspect.Ruleset
+	sps     []*ServicePort
+	entries map[*inspect.IPTable]map[string][]entryRule
+}
+
+type entryRule struct {
+	chain string
+	rule  *inspect.IPRule
+}
+
+func newExplainer(rs *inspect.Ruleset, sps []*ServicePort) *explainer {
+	x := &explainer{rs: rs, sps: sps, entries: map[*inspect.IPTable]map[string][]entryRule{}}
+	for _, t := range rs.IPTables {
+		if t.Name != "nat" {
+			continue
+		}
+		idx := map[string][]entryRule{}
+		for _, chainName := range []string{"KUBE-SERVICES", "KUBE-NODEPORTS"} {
+			if c := t.Chain(chainName); c != nil {
+				for _, r := range c.Rules {
+					idx[r.Target] = append(idx[r.Target], entryRule{chainName, r})
+				}
+			}
+		}
+		x.entries[t] = idx
+	}
+	return x
+}
+
+func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
+	rs := x.rs
 	var svcPorts []*ServicePort
-	for _, sp := range objs.ServicePorts() {
+	for _, sp := range x.sps {
 		if sp.Namespace == opts.Namespace && sp.Name == opts.Name {
 			svcPorts = append(svcPorts, sp)
 		}
@@ -176,7 +236,7 @@ func Explain(rs *inspect.Ruleset, objs *Objects, opts ExplainOptions) (*Explanat
 				continue
 			}
 			filter := findIPTable(rs, t.Family, "filter", t.Backend)
-			ex.Ports = append(ex.Ports, explainIPTables(sp, t, filter, opts.Node))
+			ex.Ports = append(ex.Ports, explainIPTables(sp, t, filter, x.entries[t], opts.Node))
 		}
 		for _, t := range rs.NFTables {
 			if !t.IsKubeProxy() {
@@ -322,11 +382,10 @@ func hostPort(ip string, port int32) string {
 }
 
 // explainIPTables follows KUBE-SERVICES → SVC/SVL/EXT/FW → SEP → DNAT.
-func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, node string) PortPath {
+func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[string][]entryRule, node string) PortPath {
 	spn, proto := sp.String(), sp.Proto()
 	hash := PortProtoHash(spn, proto)
 	svc, svl, ext, fw := PrefixService+hash, PrefixLocal+hash, PrefixExternal+hash, PrefixFirewall+hash
-	own := map[string]bool{svc: true, svl: true, ext: true, fw: true}
 	pp := PortPath{ServicePort: spn, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort,
 		Mode: "iptables", Family: string(nat.Family), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}, Problems: []Problem{}}
 	problem := func(sev Severity, format string, args ...any) {
@@ -335,15 +394,20 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, node string)
 	portStr := strconv.Itoa(int(sp.Port))
 	// Entry rules in nat.
 	entryTarget := map[string]string{} // kind → chain
-	for _, chainName := range []string{"KUBE-SERVICES", "KUBE-NODEPORTS"} {
-		c := nat.Chain(chainName)
-		if c == nil {
-			continue
+	var entryRules []entryRule
+	for _, target := range []string{svc, svl, ext, fw} {
+		entryRules = append(entryRules, entries[target]...)
+	}
+	sort.SliceStable(entryRules, func(i, j int) bool {
+		a, b := entryRules[i], entryRules[j]
+		if a.chain != b.chain {
+			return a.chain == "KUBE-SERVICES" // cluster IPs first, then node ports
 		}
-		for _, r := range c.Rules {
-			if !own[r.Target] {
-				continue
-			}
+		return a.rule.Line < b.rule.Line
+	})
+	for _, er := range entryRules {
+		{
+			chainName, r := er.chain, er.rule
 			e := Entry{Table: "nat", Chain: chainName, Target: r.Target, Rule: r.Text}
 			if chainName == "KUBE-NODEPORTS" {
 				e.Kind, e.Address = "nodePort", r.DPort().Value

@@ -16,6 +16,8 @@ import (
 type SourceOptions struct {
 	Dumps   []string
 	Objects []string
+	Metrics []string
+	Config  []string
 	Node    string
 
 	In io.Reader // stdin, for "-"
@@ -26,6 +28,8 @@ func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Dumps, "from-dump", nil, "read a saved ruleset (iptables-save, ip6tables-save, nft list ruleset, nft -j list ruleset, knftables dump) or kube-proxy metrics; repeatable; - reads stdin")
 	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with `kubectl get services,endpointslices -A -o json` (or -o yaml); repeatable")
 	fs.StringVar(&o.Node, "node", "", "the node the dump comes from (traffic policies depend on it)")
+	fs.StringArrayVar(&o.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
+	fs.StringArrayVar(&o.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")
 }
 
 // Validate checks the flags.
@@ -34,7 +38,7 @@ func (o *SourceOptions) Validate() error {
 		return fmt.Errorf("no ruleset given: pass --from-dump FILE (live collection with --node alone is not available yet)")
 	}
 	stdin := 0
-	for _, d := range append(append([]string{}, o.Dumps...), o.Objects...) {
+	for _, d := range append(append(append(append([]string{}, o.Dumps...), o.Objects...), o.Metrics...), o.Config...) {
 		if d == "-" {
 			stdin++
 		}
@@ -50,6 +54,7 @@ type Loaded struct {
 	Ruleset *inspect.Ruleset
 	Metrics []*inspect.Metrics
 	Objects *correlate.Objects // nil when no --from-objects
+	Config  *inspect.ProxyConfig
 }
 
 func (o *SourceOptions) open(name string) (io.ReadCloser, string, error) {
@@ -86,6 +91,30 @@ func (o *SourceOptions) Load() (*Loaded, error) {
 		if in.Metrics != nil {
 			l.Metrics = append(l.Metrics, in.Metrics)
 		}
+	}
+	for _, name := range o.Metrics {
+		rc, src, err := o.open(name)
+		if err != nil {
+			return nil, err
+		}
+		m, err := inspect.ParseMetrics(rc, src)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		l.Metrics = append(l.Metrics, m)
+	}
+	for _, name := range o.Config {
+		rc, src, err := o.open(name)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := inspect.ParseProxyConfig(rc, src)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		l.Config = cfg // the last one wins
 	}
 	for _, name := range o.Objects {
 		rc, src, err := o.open(name)
