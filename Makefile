@@ -20,9 +20,14 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(PLUGIN) ./cmd/kubectl-proxyrules
 
+# The bundled example: a node in large-cluster mode right after a Service was
+# deleted and two were rescaled (kube-proxy v1.37.2's own rules, read back by
+# iptables-nft-save), with its metrics. --at is when the metrics were taken.
 demo: build
-	$(PLUGIN) map --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-dump $(DEMO_DIR)/iptables/save-nft-ipv6.txt \
-		--from-objects $(DEMO_DIR)/objects.json --node node-a
+	$(PLUGIN) triage --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-dump $(DEMO_DIR)/iptables/save-nft-ipv6.txt \
+		--from-objects $(DEMO_DIR)/objects.json --from-metrics $(DEMO_DIR)/metrics-iptables.txt --node node-a --at 1795939150
+	@echo
+	$(PLUGIN) stale --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-objects $(DEMO_DIR)/objects.json --node node-a | tail -8
 
 test: test-deps vet unit fuzz
 
@@ -47,4 +52,4 @@ bench:
 
 clean:
 	rm -rf $(CACHE)
-include hack/dist.mk
+-include hack/dist.mk

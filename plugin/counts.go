@@ -62,7 +62,7 @@ Use it when kube-proxy looks alive but the rules look wrong or old.`,
 		},
 	}
 	o.addFlags(cmd)
-	cmd.Flags().StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339), e.g. when the metrics were saved; default now")
+	cmd.Flags().StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
 	return cmd
 }
 
@@ -70,9 +70,12 @@ func parseAt(s string) (time.Time, error) {
 	if s == "" {
 		return time.Now(), nil
 	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Unix(0, int64(secs*1e9)).UTC(), nil // Unix seconds, as the metrics print them
+	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--at must be an RFC 3339 time such as 2026-11-29T03:12:00Z: %v", err)
+		return time.Time{}, fmt.Errorf("--at must be an RFC 3339 time such as 2026-11-29T03:12:00Z, or Unix seconds: %v", err)
 	}
 	return t, nil
 }

@@ -64,13 +64,23 @@ kubectl; the rarer ones (--server, --token, --as, ...) are accepted too.`,
 	root.SetVersionTemplate("{{.DisplayName}} {{.Version}}\n")
 	kube, cluster := AddKubectlFlags(root)
 
-	mapCmd := NewCmdMap(name, streams)
-	if mapCmd.Flags().Lookup("node") != nil {
-		_ = mapCmd.RegisterFlagCompletionFunc("node", NodeCompletion(cluster))
+	root.AddCommand(NewCmdMap(name, streams))
+	explainCmd := NewCmdExplain(name, streams, kube)
+	if explainCmd.ValidArgsFunction == nil {
+		explainCmd.ValidArgsFunction = ServiceArgCompletion(cluster) // svc/<TAB>
 	}
-	root.AddCommand(mapCmd)
-	root.AddCommand(NewCmdExplain(name, streams, kube))
+	root.AddCommand(explainCmd)
 	root.AddCommand(NewCmdStale(name, streams))
+	root.AddCommand(NewCmdMasq(name, streams))
+	root.AddCommand(NewCmdCounts(name, streams))
+	root.AddCommand(NewCmdTriage(name, streams))
 	root.AddCommand(NewCmdVersion(name, streams))
+
+	// --node completes node names from the cluster, on every command.
+	for _, c := range root.Commands() {
+		if _, done := c.GetFlagCompletionFunc("node"); c.Flags().Lookup("node") != nil && !done {
+			_ = c.RegisterFlagCompletionFunc("node", NodeCompletion(cluster))
+		}
+	}
 	return root
 }

@@ -1,11 +1,14 @@
 package plugin
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -131,8 +134,31 @@ func (o *SourceOptions) Load() (*Loaded, error) {
 		}
 		l.Objects.Add(objs)
 	}
+	if l.Config == nil && l.Objects != nil {
+		l.Config = configFromObjects(l.Objects)
+	}
 	if len(l.Ruleset.IPTables) == 0 && len(l.Ruleset.NFTables) == 0 {
 		return nil, fmt.Errorf("the inputs hold no ruleset (only metrics?): pass an iptables-save or nft dump with --from-dump")
 	}
 	return l, nil
+}
+
+// configFromObjects reads kube-proxy's configuration from the kube-system
+// kube-proxy ConfigMap when the objects include it.
+func configFromObjects(objs *correlate.Objects) *inspect.ProxyConfig {
+	for _, o := range objs.Other {
+		cm, ok := o.(*corev1.ConfigMap)
+		if !ok || cm.Namespace != "kube-system" || cm.Name != "kube-proxy" {
+			continue
+		}
+		cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+		data, err := json.Marshal(cm)
+		if err != nil {
+			continue
+		}
+		if cfg, err := inspect.ParseProxyConfig(bytes.NewReader(data), "configmap/kube-system/kube-proxy"); err == nil {
+			return cfg
+		}
+	}
+	return nil
 }

@@ -13,7 +13,10 @@ import (
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	if err := plugin.NewCmdRoot(streams).Execute(); err != nil {
+		if code, ok := plugin.IsExitError(err); ok {
+			os.Exit(code) // the report says why
+		}
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		os.Exit(1)
+		os.Exit(plugin.ExitCouldNotRun)
 	}
 }

@@ -1,0 +1,609 @@
+package inspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var timeZero time.Time
+
+// fxStale builds the stale function from expected.json, as correlate does
+// in production.
+func fxStale(t testing.TB, dir string) (func(Family, string, string) bool, int) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp struct {
+		Chains []struct {
+			Mode, Family, Table, Chain string
+			Stale                      bool
+		}
+	}
+	if err := json.Unmarshal(data, &exp); err != nil {
+		t.Fatal(err)
+	}
+	stale := map[string]bool{}
+	for _, c := range exp.Chains {
+		if c.Stale && c.Mode == "iptables" {
+			stale[c.Family+"/"+c.Table+"/"+c.Chain] = true
+		}
+	}
+	return func(f Family, table, chain string) bool { return stale[string(f)+"/"+table+"/"+chain] }, len(stale)
+}
+
+func fxMetrics(t testing.TB, dir, file string) *Metrics {
+	t.Helper()
+	text, ok := fxText(t, dir, file)
+	if !ok {
+		t.Fatalf("%s/%s missing", dir, file)
+	}
+	m, err := ParseMetrics(strings.NewReader(text), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// fxRestoreFailed reports whether the fixture's iptables metrics count a
+// failed restore (the metric then describes rules that never reached the
+// kernel).
+func fxRestoreFailed(m *Metrics) bool {
+	for _, s := range m.Samples(MetricRestoreFailures) {
+		if s.Value > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fxLegacyLeftovers: the fixture's iptables-nft-save says legacy tables are
+// present, so its save-legacy files are an older kube-proxy's leftovers, not
+// the state the metrics describe.
+func fxLegacyLeftovers(t testing.TB, dir string) bool {
+	rs, ok := fxLoad(t, dir, "iptables/save-nft-ipv4.txt")
+	return ok && len(rs.Dumps) > 0 && rs.Dumps[0].LegacyTablesPresent
+}
+
+func metricValue(t testing.TB, m *Metrics, fam Family, table string) int {
+	t.Helper()
+	v, ok := m.Value(MetricIPTablesTotal, map[string]string{"ip_family": string(fam), "table": table})
+	if !ok {
+		t.Fatalf("no %s for %s %s", MetricIPTablesTotal, fam, table)
+	}
+	return int(v)
+}
+
+// TestKubeProxyRuleCountFixtures: for every fixture and every form of its
+// iptables dumps, the count equals kube-proxy's own iptables_total exactly
+// (large-churn: once the lingering stale chains are left out).
+func TestKubeProxyRuleCountFixtures(t *testing.T) {
+	forms := []string{"iptables/save-nft-ipv4.txt", "iptables/save-nft-ipv6.txt", "iptables/save-legacy-ipv4.txt", "iptables/save-legacy-ipv6.txt", "iptables/restore-ipv4.txt", "iptables/restore-ipv6.txt", "iptables/nft-list.txt"}
+	checked := 0
+	for _, dir := range fxDirs(t) {
+		if _, ok := fxText(t, dir, "metrics-iptables.txt"); !ok {
+			continue
+		}
+		m := fxMetrics(t, dir, "metrics-iptables.txt")
+		if fxRestoreFailed(m) {
+			continue // TestCompareCountsFixtures checks the diagnosis
+		}
+		stale, nStale := fxStale(t, dir)
+		legacyLeftovers := fxLegacyLeftovers(t, dir)
+		for _, f := range forms {
+			if legacyLeftovers && strings.Contains(f, "legacy") {
+				continue
+			}
+			rs, ok := fxLoad(t, dir, f)
+			if !ok {
+				continue
+			}
+			for _, tb := range rs.IPTables {
+				if tb.Name != "nat" && tb.Name != "filter" {
+					continue
+				}
+				want := metricValue(t, m, tb.Family, tb.Name)
+				lnp := true
+				if on, _ := LocalhostNodePortsFromDump(rs.IPTable(tb.Family, "nat")); on != nil {
+					lnp = *on
+				}
+				fam, name := tb.Family, tb.Name
+				got, staleRules := KubeProxyRuleCountWith(tb, func(c string) bool { return stale(fam, name, c) }, lnp)
+				plain, _ := KubeProxyRuleCount(tb, nil)
+				if got != want {
+					t.Errorf("%s %s %s %s: counted %d, kube-proxy's metric %d (stale rules %d)", filepath.Base(dir), f, tb.Family, tb.Name, got, want, staleRules)
+				}
+				if plain != got+staleRules {
+					t.Errorf("%s %s %s %s: without stale %d ≠ %d + %d", filepath.Base(dir), f, tb.Family, tb.Name, plain, got, staleRules)
+				}
+				if (staleRules > 0) != (nStale > 0 && tb.Family == IPv4 && tb.Name == "nat") {
+					t.Errorf("%s %s %s %s: %d stale rules (%d stale chains in expected.json)", filepath.Base(dir), f, tb.Family, tb.Name, staleRules, nStale)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 40 {
+		t.Errorf("only %d tables checked", checked)
+	}
+}
+
+// TestKubeProxyRuleCountScope: built-in chain jumps, canaries, kubelet
+// chains, KUBE-XLB leftovers and other tables are not counted; KUBE-FIREWALL
+// is counted only for IPv4 with localhostNodePorts.
+func TestKubeProxyRuleCountScope(t *testing.T) {
+	rs := fxParse(t, `*nat
+:PREROUTING ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:KUBE-SERVICES - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+:KUBE-MARK-DROP - [0:0]
+:KUBE-KUBELET-CANARY - [0:0]
+:KUBE-PROXY-CANARY - [0:0]
+:KUBE-XLB-AAAAAAAAAAAAAAAA - [0:0]
+:KUBE-SVC-AAAAAAAAAAAAAAAA - [0:0]
+:KUBE-SEP-AAAAAAAAAAAAAAAA - [0:0]
+:CNI-FOO - [0:0]
+-A PREROUTING -j KUBE-SERVICES
+-A POSTROUTING -j KUBE-POSTROUTING
+-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "a cluster IP" -j KUBE-SVC-AAAAAAAAAAAAAAAA
+-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000
+-A KUBE-MARK-DROP -j MARK --set-xmark 0x8000/0x8000
+-A KUBE-XLB-AAAAAAAAAAAAAAAA -j KUBE-SEP-AAAAAAAAAAAAAAAA
+-A KUBE-SVC-AAAAAAAAAAAAAAAA -j KUBE-SEP-AAAAAAAAAAAAAAAA
+-A KUBE-SEP-AAAAAAAAAAAAAAAA -p tcp -j DNAT --to-destination 10.0.0.1:80
+-A CNI-FOO -j RETURN
+COMMIT
+*filter
+:INPUT ACCEPT [0:0]
+:KUBE-FIREWALL - [0:0]
+:KUBE-FORWARD - [0:0]
+-A INPUT -j KUBE-FIREWALL
+-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
+-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
+COMMIT
+*mangle
+:KUBE-SERVICES - [0:0]
+-A KUBE-SERVICES -j RETURN
+COMMIT
+`, "scope")
+	nat, filter := rs.IPTable(IPv4, "nat"), rs.IPTable(IPv4, "filter")
+	if n, s := KubeProxyRuleCount(nat, nil); n != 4 || s != 0 {
+		t.Errorf("nat: %d %d, want 4 0", n, s)
+	}
+	if n, s := KubeProxyRuleCount(nat, func(c string) bool { return c == "KUBE-SEP-AAAAAAAAAAAAAAAA" }); n != 3 || s != 1 {
+		t.Errorf("nat with a stale SEP: %d %d, want 3 1", n, s)
+	}
+	if n, _ := KubeProxyRuleCountWith(filter, nil, true); n != 2 {
+		t.Errorf("filter, localhostNodePorts on: %d, want 2", n)
+	}
+	if n, _ := KubeProxyRuleCountWith(filter, nil, false); n != 1 {
+		t.Errorf("filter, localhostNodePorts off: %d, want 1", n)
+	}
+	filter.Family = IPv6
+	if n, _ := KubeProxyRuleCountWith(filter, nil, true); n != 1 {
+		t.Errorf("IPv6 filter: %d, want 1 (no KUBE-FIREWALL)", n)
+	}
+	if n, s := KubeProxyRuleCount(rs.IPTable(IPv4, "mangle"), nil); n != 0 || s != 0 {
+		t.Errorf("mangle: %d %d", n, s)
+	}
+	if n, s := KubeProxyRuleCount(nil, nil); n != 0 || s != 0 {
+		t.Errorf("nil: %d %d", n, s)
+	}
+	if on, _ := LocalhostNodePortsFromDump(nat); on != nil {
+		t.Errorf("no nodeports rule: localhostNodePorts %v", *on)
+	}
+}
+
+// TestCompareCountsFixtures: every fixture's metrics agree with its dump.
+func TestCompareCountsFixtures(t *testing.T) {
+	for _, dir := range fxDirs(t) {
+		if _, ok := fxText(t, dir, "metrics-iptables.txt"); !ok {
+			continue
+		}
+		name := filepath.Base(dir)
+		m := fxMetrics(t, dir, "metrics-iptables.txt")
+		stale, nStale := fxStale(t, dir)
+		failed := fxRestoreFailed(m)
+		legacyLeftovers := fxLegacyLeftovers(t, dir)
+		for _, forms := range iptForms {
+			if legacyLeftovers && strings.Contains(forms[0], "legacy") {
+				continue
+			}
+			rs, ok := fxLoad(t, dir, forms...)
+			if !ok {
+				continue
+			}
+			rep := CompareCounts(rs, m, stale, timeZero)
+			if failed {
+				// the metric was set for a restore that failed
+				mismatch := 0
+				for _, row := range rep.Tables {
+					if !row.Agree {
+						mismatch++
+						if !strings.Contains(row.Reason, "failed restore") {
+							t.Errorf("%s %s %s %s: reason %q", name, forms[0], row.Family, row.Table, row.Reason)
+						}
+					}
+				}
+				if mismatch == 0 || len(rep.Failures) == 0 {
+					t.Errorf("%s %s: failed restore but %d mismatches, failures %+v", name, forms[0], mismatch, rep.Failures)
+				}
+				continue
+			}
+			if rep.Mode != "iptables" || rep.ModeFromMetrics != "iptables" || rep.ModeFromDump != "iptables" {
+				t.Errorf("%s %s: mode %q (metrics %q, dump %q)", name, forms[0], rep.Mode, rep.ModeFromMetrics, rep.ModeFromDump)
+			}
+			if len(rep.Tables) != 4 {
+				t.Errorf("%s %s: %d rows: %+v", name, forms[0], len(rep.Tables), rep.Tables)
+			}
+			for _, row := range rep.Tables {
+				if !row.Agree || row.Difference == nil || *row.Difference != 0 || !row.InDump || row.Metric == nil {
+					t.Errorf("%s %s %s %s: %+v", name, forms[0], row.Family, row.Table, row)
+				}
+				if row.UnreferencedChains != 0 || len(row.Suspects) != 0 {
+					t.Errorf("%s %s %s %s: unreferenced %d suspects %+v", name, forms[0], row.Family, row.Table, row.UnreferencedChains, row.Suspects)
+				}
+				if row.StaleRules > 0 && !strings.Contains(row.Reason, "stale") {
+					t.Errorf("%s: stale rules without a reason: %+v", name, row)
+				}
+			}
+			if legacyLeftovers && !strings.Contains(strings.Join(rep.Notes, "\n"), "iptables-legacy tables are present") {
+				t.Errorf("%s %s: no note on the legacy tables: %q", name, forms[0], rep.Notes)
+			}
+			if len(rep.Failures) != 0 || len(rep.LastSync) != 2 {
+				t.Errorf("%s: failures %+v lastSync %+v", name, rep.Failures, rep.LastSync)
+			}
+			for _, s := range rep.LastSync {
+				if s.LastSync == nil || s.LastQueued == nil || s.Pending || s.Hung || s.LastSyncAgeSeconds != nil {
+					t.Errorf("%s: sync state %+v", name, s)
+				}
+			}
+			meta := fxReadMeta(t, dir)
+			_ = meta
+		}
+		// Without the stale function the lingering chains still show, as
+		// chains nothing reaches any more.
+		if nStale > 0 && !failed && !fxHasLeftoverChains(t, dir) {
+			rs, _ := fxLoad(t, dir, "iptables/save-nft-ipv4.txt")
+			rep := CompareCounts(rs, m, nil, timeZero)
+			for _, row := range rep.Tables {
+				if row.Table != "nat" || row.Family != IPv4 {
+					continue
+				}
+				if row.Agree || row.Difference == nil || *row.Difference != row.UnreferencedRules || row.UnreferencedChains != nStale ||
+					!strings.Contains(row.Reason, "stale chains lingering") {
+					t.Errorf("%s without stale func: %+v", name, row)
+				}
+			}
+		}
+	}
+}
+
+// TestCompareCountsLargeClusterMode reads the mode off the comments.
+func TestCompareCountsLargeClusterMode(t *testing.T) {
+	type metaLC struct {
+		LargeClusterModeByFamily map[Family]bool `json:"largeClusterModeByFamily"`
+	}
+	for _, dir := range fxDirs(t) {
+		data, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta metaLC
+		if err := json.Unmarshal(data, &meta); err != nil {
+			t.Fatal(err)
+		}
+		for _, forms := range iptForms {
+			rs, ok := fxLoad(t, dir, forms...)
+			if !ok {
+				continue
+			}
+			lc := CompareCounts(rs, nil, nil, timeZero).LargeClusterMode
+			if len(lc.ByFamily) != 2 {
+				t.Fatalf("%s: %+v", dir, lc)
+			}
+			anyLarge := false
+			for _, f := range lc.ByFamily {
+				want := meta.LargeClusterModeByFamily[f.Family]
+				anyLarge = anyLarge || want
+				if forms[0] == "iptables/nft-list.txt" {
+					if f.FromDump != nil || !strings.Contains(f.Evidence, "nft") {
+						t.Errorf("%s nft: %s: %+v", dir, f.Family, f)
+					}
+					continue
+				}
+				if f.FromDump == nil || *f.FromDump != want {
+					t.Errorf("%s %s %s: fromDump %v, meta %v (%s)", dir, forms[0], f.Family, f.FromDump, want, f.Evidence)
+				}
+			}
+			if forms[0] != "iptables/nft-list.txt" && (lc.FromDump == nil || *lc.FromDump != anyLarge) {
+				t.Errorf("%s %s: overall %v", dir, forms[0], lc.FromDump)
+			}
+		}
+	}
+}
+
+// TestCompareCountsDiagnoses: each way the dump and the metrics can differ
+// gets a specific reason.
+func TestCompareCountsDiagnoses(t *testing.T) {
+	dir := filepath.Join(fxDir, "small-v1.37")
+	save4, _ := fxText(t, dir, "iptables/save-nft-ipv4.txt")
+	save6, _ := fxText(t, dir, "iptables/save-nft-ipv6.txt")
+	metrics, _ := fxText(t, dir, "metrics-iptables.txt")
+	setMetric := func(text string, fam Family, table string, v int) string {
+		re := regexp.MustCompile(fmt.Sprintf(`(?m)^(kubeproxy_sync_proxy_rules_iptables_(total|last)\{ip_family="%s",table="%s"\}) \d+$`, fam, table))
+		return re.ReplaceAllString(text, fmt.Sprintf("${1} %d", v))
+	}
+	// kube-proxy < 1.33: no ip_family label; the IPv4 proxier synced last.
+	var old []string
+	for _, l := range strings.Split(metrics, "\n") {
+		if strings.Contains(l, `ip_family="IPv6"`) {
+			continue
+		}
+		old = append(old, strings.ReplaceAll(l, `ip_family="IPv4",`, ""))
+	}
+	oldMetrics := strings.Join(old, "\n")
+
+	nodeportsRule := `-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS`
+	type rowWant struct {
+		fam    Family
+		table  string
+		agree  bool
+		diff   *int
+		reason string
+	}
+	ip := func(i int) *int { return &i }
+	for _, c := range []struct {
+		name      string
+		dumps     []string
+		metrics   string
+		opts      CountOptions
+		rows      []rowWant
+		note      string
+		failures  int
+		noRowsFor Family
+	}{
+		{"agree", []string{save4, save6}, metrics, CountOptions{},
+			[]rowWant{{IPv4, "nat", true, ip(0), ""}, {IPv6, "filter", true, ip(0), ""}}, "", 0, ""},
+		{"foreign rule in KUBE-SERVICES", []string{insertIntoTable(save4, "nat", nil, []string{"-A KUBE-SERVICES -s 192.0.2.1/32 -j ACCEPT"}), save6}, metrics, CountOptions{},
+			[]rowWant{{IPv4, "nat", false, ip(1), "another writer"}, {IPv4, "filter", true, ip(0), ""}}, "", 0, ""},
+		{"foreign rule in a service chain", []string{insertIntoTable(save4, "nat", nil, []string{"-A KUBE-SVC-NPX46M4PTMTKRN6Y -j LOG"}), save6}, metrics, CountOptions{},
+			[]rowWant{{IPv4, "nat", false, ip(1), "another writer"}}, "", 0, ""},
+		{"foreign rule in filter KUBE-FORWARD", []string{insertIntoTable(save4, "filter", nil, []string{"-A KUBE-FORWARD -s 10.0.0.0/8 -j ACCEPT"}), save6}, metrics, CountOptions{},
+			[]rowWant{{IPv4, "filter", false, ip(1), "another writer"}}, "", 0, ""},
+		{"rule removed", []string{strings.Replace(save4, "-A KUBE-SVC-NPX46M4PTMTKRN6Y -m comment --comment \"default/kubernetes:https -> 10.0.0.2:6443\" -j KUBE-SEP-HSRFD4S3AHFNRYNO\n", "", 1), save6}, metrics, CountOptions{},
+			[]rowWant{{IPv4, "nat", false, ip(-1), "fewer"}}, "", 0, ""},
+		{"failed restore", []string{save4, save6},
+			setMetric(metrics, IPv4, "nat", 190) + "# TYPE kubeproxy_sync_proxy_rules_iptables_restore_failures_total counter\nkubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family=\"IPv4\"} 2\n",
+			CountOptions{}, []rowWant{{IPv4, "nat", false, ip(-2), "failed restore"}, {IPv6, "nat", true, ip(0), ""}}, "", 1, ""},
+		{"no ip_family label", []string{save4, save6}, oldMetrics, CountOptions{},
+			[]rowWant{{IPv4, "nat", true, ip(0), "IPv4 synced last"}, {IPv6, "nat", false, ip(24 - 188), "no ip_family label"}}, "no ip_family label", 0, ""},
+		{"table not in dump", []string{save4}, metrics, CountOptions{},
+			[]rowWant{{IPv6, "nat", false, nil, "table not in dump"}, {IPv4, "nat", true, ip(0), ""}}, "", 0, ""},
+		{"localhostNodePorts off", []string{strings.Replace(save4, nodeportsRule, strings.Replace(nodeportsRule, "-j KUBE-NODEPORTS", "! -d 127.0.0.0/8 -j KUBE-NODEPORTS", 1), 1), save6},
+			setMetric(metrics, IPv4, "filter", 8), CountOptions{},
+			[]rowWant{{IPv4, "filter", true, ip(0), ""}}, "", 0, ""},
+		{"localhostNodePorts off from the configuration", []string{save4, save6}, setMetric(metrics, IPv4, "filter", 8), CountOptions{LocalhostNodePorts: new(bool)},
+			[]rowWant{{IPv4, "filter", true, ip(0), ""}}, "", 0, ""},
+		{"truncated dump", []string{save4[:strings.Index(save4, "-A KUBE-SVC-NPX46M4PTMTKRN6Y")], save6}, metrics, CountOptions{},
+			[]rowWant{{IPv4, "nat", false, nil, "truncated"}}, "", 0, ""},
+		{"no metrics", []string{save4, save6}, "", CountOptions{},
+			[]rowWant{{IPv4, "nat", false, nil, "no metrics"}}, "no metrics given", 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs := &Ruleset{}
+			for i, d := range c.dumps {
+				rs.Merge(fxParse(t, d, fmt.Sprintf("dump%d", i)))
+			}
+			var m *Metrics
+			if c.metrics != "" {
+				var err error
+				if m, err = ParseMetrics(strings.NewReader(c.metrics), "metrics"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep := CompareCountsWith(rs, m, nil, timeZero, c.opts)
+			for _, w := range c.rows {
+				var row *TableCount
+				for i := range rep.Tables {
+					if rep.Tables[i].Family == w.fam && rep.Tables[i].Table == w.table {
+						row = &rep.Tables[i]
+					}
+				}
+				if row == nil {
+					t.Fatalf("no row %s %s in %+v", w.fam, w.table, rep.Tables)
+				}
+				diffBad := false
+				switch {
+				case w.diff != nil:
+					diffBad = row.Difference == nil || *row.Difference != *w.diff
+				case !strings.Contains(c.name, "truncated"):
+					diffBad = row.Difference != nil
+				default:
+					diffBad = row.Difference == nil || *row.Difference >= 0
+				}
+				if row.Agree != w.agree || diffBad {
+					t.Errorf("%s %s: agree %v diff %v, want %v %v (%+v)", w.fam, w.table, row.Agree, deref(row.Difference), w.agree, deref(w.diff), *row)
+				}
+				if !strings.Contains(row.Reason, w.reason) || (w.reason == "" && row.Reason != "") {
+					t.Errorf("%s %s: reason %q, want %q", w.fam, w.table, row.Reason, w.reason)
+				}
+			}
+			if c.note != "" && !strings.Contains(strings.Join(rep.Notes, "\n"), c.note) {
+				t.Errorf("notes %q lack %q", rep.Notes, c.note)
+			}
+			if len(rep.Failures) != c.failures {
+				t.Errorf("failures %+v", rep.Failures)
+			}
+			if c.name == "foreign rule in KUBE-SERVICES" {
+				for _, row := range rep.Tables {
+					if row.Family == IPv4 && row.Table == "nat" && (len(row.Suspects) != 1 || !strings.Contains(row.Suspects[0].Rule, "192.0.2.1")) {
+						t.Errorf("suspects %+v", row.Suspects)
+					}
+				}
+			}
+			if c.name == "failed restore" && (rep.Failures[0].Family != IPv4 || rep.Failures[0].Value != 2 || rep.Failures[0].Meaning == "") {
+				t.Errorf("failure %+v", rep.Failures[0])
+			}
+		})
+	}
+}
+
+// fxHasLeftoverChains: meta.json lists leftover chains (stale in
+// expected.json, but not service chains kube-proxy lets linger).
+func fxHasLeftoverChains(t testing.TB, dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		LeftoverChains []json.RawMessage `json:"leftoverChains"`
+	}
+	_ = json.Unmarshal(data, &m)
+	return len(m.LeftoverChains) > 0
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// TestCompareCountsNFTables: nftables mode has no rule-count metric; the
+// report says so rather than compare.
+func TestCompareCountsNFTables(t *testing.T) {
+	for _, dir := range fxDirs(t) {
+		name := filepath.Base(dir)
+		if _, ok := fxText(t, dir, "metrics-nftables.txt"); !ok {
+			continue
+		}
+		rs, ok := fxLoad(t, dir, "nftables/ruleset.txt")
+		if !ok {
+			continue
+		}
+		m := fxMetrics(t, dir, "metrics-nftables.txt")
+		rep := CompareCounts(rs, m, nil, timeZero)
+		if rep.Mode != "nftables" || rep.ModeFromMetrics != "nftables" || rep.ModeFromDump != "nftables" || len(rep.Tables) != 0 {
+			t.Errorf("%s: mode %s rows %+v", name, rep.Mode, rep.Tables)
+		}
+		if !strings.Contains(strings.Join(rep.Notes, "\n"), "no rule-count metric") {
+			t.Errorf("%s: notes %q", name, rep.Notes)
+		}
+		if len(rep.LastSync) != 2 || rep.LargeClusterMode.FromDump != nil {
+			t.Errorf("%s: lastSync %+v largeCluster %+v", name, rep.LastSync, rep.LargeClusterMode)
+		}
+		// iptables leftovers next to nftables mode: listed, not compared
+		ipt, ok := fxLoad(t, dir, "iptables/save-nft-ipv4.txt")
+		if !ok {
+			continue
+		}
+		rs.Merge(ipt)
+		rep = CompareCounts(rs, m, nil, timeZero)
+		if rep.Mode != "nftables" || len(rep.Tables) != 2 || rep.Tables[0].Metric != nil || !strings.Contains(rep.Tables[0].Reason, "leftovers") {
+			t.Errorf("%s with iptables leftovers: %+v", name, rep.Tables)
+		}
+		if !strings.Contains(strings.Join(rep.Notes, "\n"), "leftovers of another mode") {
+			t.Errorf("%s: notes %q", name, rep.Notes)
+		}
+	}
+}
+
+// TestCompareCountsSync: pending and hung syncs.
+func TestCompareCountsSync(t *testing.T) {
+	const last, queued = 1795939142.5, 1795939200.0
+	text := fmt.Sprintf(`# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge
+kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} %f
+kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"} %f
+# TYPE kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds gauge
+kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} %f
+kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv6"} %f
+`, last, queued+1, queued, queued)
+	m, err := ParseMetrics(strings.NewReader(text), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s float64) time.Time { return unixFloat(s) }
+	for _, c := range []struct {
+		now            time.Time
+		pending4, hung bool
+		reason         string
+	}{
+		{timeZero, true, false, "give the scrape time"},
+		{at(queued + 5), true, false, "within 2 × syncPeriod"},
+		{at(queued + 300), true, true, "queued but not synced"},
+		{at(queued + 2*3600), true, true, "queued but not synced"},
+	} {
+		st := CompareCounts(nil, m, nil, c.now).LastSync
+		if len(st) != 2 || st[0].Family != IPv4 || st[1].Family != IPv6 {
+			t.Fatalf("%+v", st)
+		}
+		s4, s6 := st[0], st[1]
+		if s4.Pending != c.pending4 || s4.Hung != c.hung || !strings.Contains(s4.Reason, c.reason) {
+			t.Errorf("now %v: IPv4 %+v", c.now, s4)
+		}
+		if s6.Pending || (s6.Hung != (c.now.Sub(at(queued+1)) > time.Hour+time.Minute)) {
+			t.Errorf("now %v: IPv6 %+v", c.now, s6)
+		}
+		if !c.now.IsZero() && (s4.LastSyncAgeSeconds == nil || math.Abs(*s4.LastSyncAgeSeconds-c.now.Sub(at(last)).Seconds()) > 0.01) {
+			t.Errorf("age %v", s4.LastSyncAgeSeconds)
+		}
+	}
+	// a longer syncPeriod moves the threshold
+	st := CompareCountsWith(nil, m, nil, at(queued+300), CountOptions{SyncPeriod: 10 * time.Minute}).LastSync
+	if st[0].Hung {
+		t.Errorf("syncPeriod 10m: hung after 5m: %+v", st[0])
+	}
+}
+
+// TestCompareCountsPartial: nothing panics on partial input.
+func TestCompareCountsPartial(t *testing.T) {
+	m := fxMetrics(t, filepath.Join(fxDir, "small-v1.37"), "metrics-iptables.txt")
+	rep := CompareCounts(nil, nil, nil, timeZero)
+	if rep.Mode != "unknown" || rep.Tables == nil || rep.LastSync == nil || rep.Failures == nil || rep.Notes == nil {
+		t.Errorf("nil inputs: %+v", rep)
+	}
+	rep = CompareCounts(&Ruleset{}, m, nil, time.Now())
+	if len(rep.Tables) != 4 {
+		t.Errorf("metrics only: %+v", rep.Tables)
+	}
+	for _, row := range rep.Tables {
+		if row.InDump || row.Agree || !strings.Contains(row.Reason, "table not in dump") {
+			t.Errorf("metrics only: %+v", row)
+		}
+	}
+	// tables without kube-proxy chains, and every truncation of a dump
+	CompareCounts(fxParse(t, "*nat\n:FOO - [0:0]\n-A FOO -j RETURN\nCOMMIT\n*filter\nCOMMIT\n", "x"), m, nil, timeZero)
+	text, _ := fxText(t, filepath.Join(fxDir, "small-v1.37"), "iptables/save-nft-ipv4.txt")
+	for n := 0; n < len(text); n += 131 {
+		in, err := Read(strings.NewReader(text[:n]), "cut")
+		if err != nil || in.Ruleset == nil {
+			continue
+		}
+		rep := CompareCounts(in.Ruleset, m, func(Family, string, string) bool { return true }, time.Now())
+		for _, row := range rep.Tables {
+			if row.InDump && row.Metric != nil && row.Difference == nil {
+				t.Fatalf("cut at %d: %+v", n, row)
+			}
+		}
+	}
+	// JSON keeps its shape
+	b, err := json.Marshal(CompareCounts(nil, m, nil, timeZero))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"mode"`, `"tables"`, `"largeClusterMode"`, `"fromDump"`, `"lastSync"`, `"failures"`, `"notes"`, `"metric"`, `"actual"`, `"difference"`, `"agree"`} {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("JSON lacks %s: %s", k, b)
+		}
+	}
+}
