@@ -4,10 +4,13 @@
 set -euo pipefail
 fuzztime=${1:-10s}
 go=${GO:-go}
+passed=0
 for pkg in $($go list ./... ); do
   for target in $($go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "fuzz: $pkg $target ($fuzztime)"
-    $go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/fuzz-$$.log 2>&1 || { cat /tmp/fuzz-$$.log; rm -f /tmp/fuzz-$$.log; exit 1; }
+    $go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/fuzz-$$.log 2>&1 || { cat /tmp/fuzz-$$.log; rm -f /tmp/fuzz-$$.log; echo "fuzz: $passed passed, 1 failed"; exit 1; }
+    passed=$((passed + 1))
   done
 done
 rm -f /tmp/fuzz-$$.log
+echo "fuzz: $passed passed, 0 failed"
