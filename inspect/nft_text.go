@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -191,7 +190,7 @@ func newNFTLineReader(r io.Reader) *nftLineReader {
 	return &nftLineReader{r: r}
 }
 
-var errNFTBinary = errors.New("input looks binary (NUL byte)")
+var errNFTBinary = errBinary
 
 // next returns the next line; ok is false at the end of the input or on a
 // read error (then lr.err is set).

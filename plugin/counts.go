@@ -20,15 +20,9 @@ const countsExample = `  # kube-proxy's rule-count metrics against the rules rea
   # Judge sync ages as of when the metrics were saved
   %[1]s counts --from-dump v4.txt --from-metrics metrics.txt --at 2026-11-29T03:12:00Z -o json`
 
-// CountsOptions are the options of `counts`.
-type CountsOptions struct {
-	simpleOptions
-	At string
-}
-
 // NewCmdCounts builds `counts`.
 func NewCmdCounts(name string, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CountsOptions{simpleOptions: simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}}
+	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "counts --from-dump FILE --from-metrics FILE [--from-objects FILE]",
 		Short: "Compare kube-proxy's rule-count metrics with the rules really in the dump",
@@ -62,7 +56,7 @@ Use it when kube-proxy looks alive but the rules look wrong or old.`,
 		},
 	}
 	o.addFlags(cmd)
-	cmd.Flags().StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
+	o.addAtFlag(cmd)
 	return cmd
 }
 

@@ -70,7 +70,14 @@ type simpleOptions struct {
 	Sources SourceOptions
 	Output  string
 	Color   string
-	term    *Terminal
+	// At is --at, for the commands that judge sync ages.
+	At   string
+	term *Terminal
+}
+
+// addAtFlag registers --at.
+func (o *simpleOptions) addAtFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
 }
 
 func (o *simpleOptions) addFlags(cmd *cobra.Command) {

@@ -43,15 +43,9 @@ const triageExample = `  # Everything about one node, most severe first
   # In a script: 0 healthy, 2 problems found, 1 could not run
   %[1]s triage --from-dump ruleset.json --from-objects objects.json -o json > report.json; echo $?`
 
-// TriageOptions are the options of `triage`.
-type TriageOptions struct {
-	simpleOptions
-	At string
-}
-
 // NewCmdTriage builds `triage`.
 func NewCmdTriage(name string, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &TriageOptions{simpleOptions: simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}}
+	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "triage --from-dump FILE [--from-objects FILE] [--from-metrics FILE] [--from-config FILE] [--node NAME]",
 		Short: "Everything wrong with kube-proxy's rules on one node, most severe first",
@@ -93,7 +87,7 @@ Use it first, at 3 a.m., when a Service on a node does not get traffic.`,
 		},
 	}
 	o.addFlags(cmd)
-	cmd.Flags().StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
+	o.addAtFlag(cmd)
 	return cmd
 }
 

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 )
 
 // Version, Commit and Date are stamped at build time by `make dist`:
@@ -124,21 +122,8 @@ func (o *VersionOptions) Run() error {
 }
 
 func writeVersion(out io.Writer, format string, v VersionInfo) error {
-	switch format {
-	case "json", "yaml":
-		data, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		if format == "yaml" {
-			if data, err = yaml.JSONToYAML(data); err != nil {
-				return err
-			}
-			_, err = out.Write(data)
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", data)
-		return err
+	if format == "json" || format == "yaml" {
+		return printMachine(out, format, v)
 	}
 	_, err := fmt.Fprintf(out, "Version:    %s\nCommit:     %s\nDate:       %s\nGo version: %s\nPlatform:   %s\n",
 		v.Version, v.Commit, v.Date, v.GoVersion, v.Platform)
