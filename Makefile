@@ -4,6 +4,7 @@
 #   make test      install test dependencies when missing, vet, unit + real-tool tests, brief fuzzing
 #   make fixtures  regenerate testdata/fixtures from kube-proxy's own code (root, network namespaces)
 #   make bench     parser and attribution benchmarks on a large generated dump
+#   make dist      release archives for 6 platforms, checksums and the krew manifest (hack/dist.mk)
 
 GO        ?= go
 CACHE     := $(CURDIR)/.cache
@@ -52,4 +53,4 @@ bench:
 
 clean:
 	rm -rf $(CACHE)
--include hack/dist.mk
+include hack/dist.mk

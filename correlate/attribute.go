@@ -359,6 +359,9 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		}
 		if sp := idx.byHash[hash]; sp != nil {
 			o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceHash
+			// kube-proxy ≥1.24 never writes KUBE-XLB-: whatever its hash
+			// says, no current kube-proxy owns it.
+			o.Stale = haveObjects && strings.HasPrefix(c.Name, PrefixXLB)
 		} else if sp := idx.byLegacy[hash]; sp != nil {
 			o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceLegacyHash
 		} else {

@@ -69,7 +69,7 @@ func TestRealIPTablesRoundTrip(t *testing.T) {
 					}
 					rs.Merge(part)
 				}
-				checkAttribution(t, expected, "iptables", correlate.Attribute(rs, objs), true)
+				checkAttribution(t, staleByOwnership(expected, objs), "iptables", correlate.Attribute(rs, objs), true)
 				if backend != "nft" {
 					return
 				}
@@ -83,7 +83,7 @@ func TestRealIPTablesRoundTrip(t *testing.T) {
 					if len(nrs.NFTables) != 0 {
 						t.Errorf("nft %v: iptables-nft tables read as nftables mode: %d tables", args, len(nrs.NFTables))
 					}
-					exp := forgetDeletedOwners(expected, objs)
+					exp := forgetDeletedOwners(staleByOwnership(expected, objs), objs)
 					if args[0] == "-j" {
 						exp = forgetStaleEndpoints(exp)
 					}

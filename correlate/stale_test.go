@@ -95,3 +95,25 @@ func TestStaleHealthyAndWithoutObjects(t *testing.T) {
 		}
 	}
 }
+
+// nft-churn: kube-proxy flushed the chains of the deleted and scaled-down
+// Services (meta.json lists them) and deletes them a sync later.
+func TestStaleNFTablesFlushed(t *testing.T) {
+	dir := filepath.Join(fixtureRoot, "nft-churn-v1.37")
+	objs := loadObjects(t, dir)
+	for _, f := range []string{"nftables/ruleset.json", "nftables/ruleset.txt"} {
+		rs := readDumps(t, filepath.Join(dir, f))
+		rep := correlate.FindStale(rs, correlate.Attribute(rs, objs), objs, correlate.StaleOptions{})
+		if len(rep.Chains) == 0 {
+			t.Fatalf("%s: no stale chains", f)
+		}
+		for _, s := range rep.Chains {
+			if !s.Flushed || s.Referenced || !s.NotDueYet || !strings.Contains(s.Reason, "flushed by kube-proxy") || s.ServicePort == "" {
+				t.Errorf("%s %s: %+v", f, s.Chain, s)
+			}
+		}
+		if len(rep.Elements) != 0 {
+			t.Errorf("%s: kube-proxy already removed the elements, got %+v", f, rep.Elements)
+		}
+	}
+}

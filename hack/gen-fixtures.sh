@@ -17,7 +17,16 @@
 #      into fresh throw-away netns and read back with *-save and nft list ruleset
 #   4. fixturegen nftables  (in a throw-away netns; kube-proxy's nftables
 #      proxiers against the real kernel) -> nftables/*, metrics-nftables.txt
-#   5. fixturegen expected / validate -> expected.json
+#   5. fixturegen-<version>-config config -> kube-proxy-configmap-<mode>.yaml
+#      (kubeadm's ConfigMap), configz-<mode>.json (kube-proxy's /configz)
+#   6. fixturegen expected / validate -> expected.json
+# Per-scenario extra steps (third column of `fixturegen list`):
+#   legacy-backend=S       step 3 loads the nft-backend state and, into the same
+#                          netns, scenario S's (v1.34) restore files with
+#                          iptables-legacy-restore (save-legacy-* then show those)
+#   verify-failed-restore  kube-proxy's failed restore input is applied with the
+#                          real iptables-{nft,legacy}-restore --noflush on top of
+#                          the final state; it must fail, its stderr is kept
 # Every netns created here is deleted on exit, also on error.
 set -euo pipefail
 
@@ -32,7 +41,7 @@ if [[ $(id -u) -ne 0 ]]; then
 	echo "gen-fixtures: must run as root (it creates network namespaces)" >&2
 	exit 1
 fi
-for tool in go ip nft iptables-nft-restore iptables-nft-save ip6tables-nft-restore ip6tables-nft-save \
+for tool in go ip nft stdbuf iptables-nft-restore iptables-nft-save ip6tables-nft-restore ip6tables-nft-save \
 	iptables-legacy-restore iptables-legacy-save ip6tables-legacy-restore ip6tables-legacy-save; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
 		echo "gen-fixtures: $tool not found (Debian: apt-get install -y iptables nftables iproute2)" >&2
@@ -78,6 +87,11 @@ mkdir -p "$BIN" "$WORK"
 echo "gen-fixtures: building fixturegen (kube-proxy v1.37.2 and v1.34.3); the first build takes minutes" >&2
 (cd "$GEN_DIR" && go build -trimpath -o "$BIN/fixturegen-v1.37" .)
 (cd "$GEN_DIR" && go build -trimpath -modfile=go134.mod -tags kp134 -o "$BIN/fixturegen-v1.34" .)
+# `fixturegen config` lives in separate builds: kube-proxy's config scheme
+# imports packages that register extra metrics and feature gates, which must
+# not show in the proxier runs' metrics
+(cd "$GEN_DIR" && go build -trimpath -tags kpconfig -o "$BIN/fixturegen-v1.37-config" .)
+(cd "$GEN_DIR" && go build -trimpath -modfile=go134.mod -tags kp134,kpconfig -o "$BIN/fixturegen-v1.34-config" .)
 
 # ---------------------------------------------------------------------------
 
@@ -107,9 +121,58 @@ load_and_save() {
 	del_netns "$ns"
 }
 
+# load_with_legacy DIR SRC: the nft-backend state of DIR plus, in the same
+# netns, the iptables restore files of SRC loaded into the LEGACY backend: a
+# node that switched backends and still has the old kube-proxy's rules.
+load_with_legacy() {
+	local dir=$1 src=$2 ns f
+	new_netns
+	ns=$NS
+	ip netns exec "$ns" "$BIN/fixturegen-v1.37" nfacct-ensure
+	ip netns exec "$ns" iptables-nft-restore <"$dir/iptables/restore-ipv4.txt"
+	ip netns exec "$ns" ip6tables-nft-restore <"$dir/iptables/restore-ipv6.txt"
+	ip netns exec "$ns" iptables-legacy-restore <"$src/iptables/restore-ipv4.txt"
+	ip netns exec "$ns" ip6tables-legacy-restore <"$src/iptables/restore-ipv6.txt"
+	# iptables-nft-save warns about the legacy tables on stderr, after all
+	# tables: keep it in the file where a terminal shows it, as the last line
+	# (stdout line-buffered as on a tty; with a fully buffered stdout, e.g. a
+	# pipe, the warning lands wherever the 4 KiB buffer was flushed, even in
+	# the middle of a rule)
+	ip netns exec "$ns" stdbuf -oL iptables-nft-save 2>&1 | strip_dates >"$dir/iptables/save-nft-ipv4.txt"
+	ip netns exec "$ns" stdbuf -oL ip6tables-nft-save 2>&1 | strip_dates >"$dir/iptables/save-nft-ipv6.txt"
+	ip netns exec "$ns" iptables-legacy-save | strip_dates >"$dir/iptables/save-legacy-ipv4.txt"
+	ip netns exec "$ns" ip6tables-legacy-save | strip_dates >"$dir/iptables/save-legacy-ipv6.txt"
+	ip netns exec "$ns" nft list ruleset >"$dir/iptables/nft-list.txt" 2>"$dir/iptables/nft-list.stderr.txt"
+	for f in save-nft-ipv4.txt save-nft-ipv6.txt; do
+		if ! tail -n 1 "$dir/iptables/$f" | grep -q '^# Warning: ip6\?tables-legacy tables present, use ip6\?tables-legacy-save to see them$'; then
+			echo "gen-fixtures: $f has no legacy-tables warning" >&2
+			return 1
+		fi
+	done
+	del_netns "$ns"
+}
+
+# verify_failed_restore BACKEND DIR: apply kube-proxy's failed restore input
+# (iptables/failed-restore-ipv4.txt) the way kube-proxy does
+# (iptables-restore -w 5 --noflush --counters) on top of the final state with
+# the real tools: it must fail as it did in the fake.
+verify_failed_restore() {
+	local backend=$1 dir=$2 ns
+	new_netns
+	ns=$NS
+	ip netns exec "$ns" "$BIN/fixturegen-v1.37" nfacct-ensure
+	ip netns exec "$ns" "iptables-$backend-restore" <"$dir/iptables/restore-ipv4.txt"
+	if ip netns exec "$ns" "iptables-$backend-restore" -w 5 --noflush --counters \
+		<"$dir/iptables/failed-restore-ipv4.txt" 2>"$dir/iptables/failed-restore-$backend-ipv4.stderr.txt"; then
+		echo "gen-fixtures: iptables-$backend-restore accepted kube-proxy's failed restore input" >&2
+		return 1
+	fi
+	del_netns "$ns"
+}
+
 gen_scenario() {
-	local gen=$1 name=$2 modes=$3 tmp mode
-	echo "gen-fixtures: $name ($modes)" >&2
+	local gen=$1 name=$2 modes=$3 flags=$4 tmp mode legacy=""
+	echo "gen-fixtures: $name ($modes${flags:+; $flags})" >&2
 	tmp="$WORK/$name"
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
@@ -124,10 +187,26 @@ gen_scenario() {
 		}
 		del_netns "$NS"
 		if [[ $mode == iptables ]]; then
-			load_and_save nft "$tmp"
-			load_and_save legacy "$tmp"
+			if [[ ,$flags, == *,legacy-backend=* ]]; then
+				legacy=${flags#*legacy-backend=}
+				legacy=${legacy%%,*}
+				rm -rf "$WORK/$name.legacy"
+				new_netns
+				ip netns exec "$NS" "$BIN/fixturegen-v1.34" iptables -scenario "$legacy" -out "$WORK/$name.legacy" \
+					2>"$WORK/$name.legacy.log"
+				del_netns "$NS"
+				load_with_legacy "$tmp" "$WORK/$name.legacy"
+			else
+				load_and_save nft "$tmp"
+				load_and_save legacy "$tmp"
+			fi
+			if [[ ,$flags, == *,verify-failed-restore,* ]]; then
+				verify_failed_restore nft "$tmp"
+				verify_failed_restore legacy "$tmp"
+			fi
 		fi
 	done
+	"$gen-config" config -scenario "$name" -out "$tmp"
 	"$BIN/fixturegen-v1.37" validate -out "$tmp"
 	"$BIN/fixturegen-v1.37" expected -scenario "$name" -out "$tmp"
 	rm -rf "$OUT/$name"
@@ -146,9 +225,9 @@ want() {
 SELECTED=("$@")
 DONE=()
 for gen in "$BIN/fixturegen-v1.37" "$BIN/fixturegen-v1.34"; do
-	while read -r name modes; do
+	while read -r name modes flags; do
 		if [[ ${#SELECTED[@]} -eq 0 ]] || want "$name"; then
-			gen_scenario "$gen" "$name" "$modes"
+			gen_scenario "$gen" "$name" "$modes" "${flags#-}"
 			DONE+=("$name")
 		fi
 	done < <("$gen" list)

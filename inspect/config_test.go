@@ -341,6 +341,55 @@ func TestParseProxyConfigFixtures(t *testing.T) {
 			}
 		}
 	}
+	// kubeadm's ConfigMap, defaulted here, says what kube-proxy's own
+	// defaulting put in /configz.
+	for _, dir := range fxDirs(t) {
+		cms, _ := filepath.Glob(filepath.Join(dir, "kube-proxy-configmap-*.yaml"))
+		for _, path := range cms {
+			n++
+			mode := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "kube-proxy-configmap-"), ".yaml")
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm, err := ParseProxyConfig(f, path)
+			f.Close()
+			if err != nil {
+				t.Errorf("%s: %v", path, err)
+				continue
+			}
+			if cm.Format != "ConfigMap" || cm.ConfigMapKey != "config.conf" || cm.Mode != mode || len(cm.Defaulted) == 0 || len(cm.Warnings) != 0 {
+				t.Errorf("%s: format %s key %s mode %s defaulted %q warnings %q", path, cm.Format, cm.ConfigMapKey, cm.Mode, cm.Defaulted, cm.Warnings)
+			}
+			zf, err := os.Open(filepath.Join(dir, "configz-"+mode+".json"))
+			if err != nil {
+				continue
+			}
+			cz, err := ParseProxyConfig(zf, "configz")
+			zf.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := *cm, *cz
+			a.Source, a.Format, a.ConfigMapKey, a.Defaulted, a.ModeDefaulted = "", "", "", nil, false
+			b.Source, b.Format, b.ConfigMapKey, b.Defaulted, b.ModeDefaulted = "", "", "", nil, false
+			a.HostnameOverride, b.HostnameOverride = "", "" // kubeadm's DaemonSet passes --hostname-override
+			if cz.Format == "configz-internal" {
+				// Up to 1.36 /configz serves the internal type: no apiVersion,
+				// and nftables' "primary" node-port addresses already resolved
+				// to the node IPs.
+				a.APIVersion = ""
+				if len(a.NodePortAddresses) == 1 && a.NodePortAddresses[0] == "primary" {
+					a.NodePortAddresses = b.NodePortAddresses
+				}
+			}
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if string(ja) != string(jb) {
+				t.Errorf("%s: the ConfigMap defaulted here differs from kube-proxy's /configz:\n%s\n%s", path, ja, jb)
+			}
+		}
+	}
 	if n == 0 {
 		t.Skip("no configz.json fixtures yet")
 	}

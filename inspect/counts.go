@@ -662,14 +662,17 @@ func explainRow(row *TableCount, rows []TableCount, failures []FailureCount, m *
 		}
 		why = append(why, txt)
 	}
+	restore := failuresFor(failures, row.Family, MetricRestoreFailures)
 	if row.Agree {
 		if staleTxt != "" {
 			why = append(why, "agrees once "+staleTxt)
 		}
+		if restore > 0 {
+			why = append(why, fmt.Sprintf("the counts agree, but %g restore(s) failed (%s): kube-proxy sets the metric before iptables-restore runs, so it counts the rules of the failed sync, and the kernel still holds those of the last successful one; equal counts do not mean equal rules", restore, MetricRestoreFailures))
+		}
 		row.Reason = strings.Join(why, "; ")
 		return
 	}
-	restore := failuresFor(failures, row.Family, MetricRestoreFailures)
 	partial := failuresFor(failures, row.Family, MetricPartialRestoreFailures)
 	if restore > 0 {
 		why = append(why, fmt.Sprintf("metric set before a failed restore: kube-proxy sets iptables_total before iptables-restore runs and %g restore(s) failed (%s), so the metric counts rules that may never have reached the kernel", restore, MetricRestoreFailures))

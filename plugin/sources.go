@@ -29,7 +29,7 @@ type SourceOptions struct {
 // AddFlags registers --from-dump, --from-objects and --node.
 func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Dumps, "from-dump", nil, "read a saved ruleset (iptables-save, ip6tables-save, nft list ruleset, nft -j list ruleset, knftables dump) or kube-proxy metrics; repeatable; - reads stdin")
-	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with `kubectl get services,endpointslices -A -o json` (or -o yaml); repeatable")
+	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
 	fs.StringVar(&o.Node, "node", "", "the node the dump comes from (traffic policies depend on it)")
 	fs.StringArrayVar(&o.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
 	fs.StringArrayVar(&o.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")

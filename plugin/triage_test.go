@@ -120,3 +120,31 @@ func TestMachineReportsHaveTypeMeta(t *testing.T) {
 		}
 	}
 }
+
+// legacy-leftovers: an older kube-proxy's rules in the legacy backend and a
+// KUBE-XLB chain of 1.23 in the nft backend.
+func TestTriageLegacyLeftovers(t *testing.T) {
+	const dir = "../testdata/fixtures/legacy-leftovers-v1.37/"
+	out, _, err := runCmd(t, nil, "triage", "--from-dump", dir+"iptables/save-nft-ipv4.txt", "--from-dump", dir+"iptables/save-legacy-ipv4.txt",
+		"--from-objects", dir+"objects.json", "--node", "node-a", "-o", "json")
+	if code, ok := IsExitError(err); !ok || code != ExitProblems {
+		t.Fatalf("err %v", err)
+	}
+	var rep TriageReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	backend, xlb := false, false
+	for _, f := range rep.Findings {
+		backend = backend || f.Area == "backend" && f.Severity == "error"
+		xlb = xlb || f.Area == "stale" && f.Subject == "KUBE-XLB-KKIQHC5ZC4IBF76O"
+	}
+	if !backend || !xlb {
+		t.Errorf("backend mismatch %v, XLB leftover %v: %+v", backend, xlb, rep.Findings)
+	}
+	// Only the nft dump: the warning line says legacy tables exist.
+	out, _, _ = runCmd(t, nil, "triage", "--from-dump", dir+"iptables/save-nft-ipv4.txt", "-o", "json")
+	if !strings.Contains(out, "iptables-legacy tables are present") {
+		t.Errorf("legacy warning not reported:\n%.500s", out)
+	}
+}

@@ -53,7 +53,19 @@ func writeExpected(sc *Scenario, out string) error {
 				if h, err := os.ReadFile(filepath.Join(out, "iptables", "restore-"+fam+".sync1.txt")); err == nil {
 					history = append(history, string(h))
 				}
-				chains, err := iptablesExpected(family, string(final), history)
+				// Chains kube-proxy deleted (-X) in a restore that failed
+				// are stale in its own view, even though they are still
+				// in the kernel, reachable through rules it failed to
+				// replace.
+				deleted := map[string]bool{}
+				if f, err := os.ReadFile(filepath.Join(out, "iptables", "failed-restore-"+fam+".txt")); err == nil {
+					for _, l := range strings.Split(string(f), "\n") {
+						if name, ok := strings.CutPrefix(l, "-X "); ok {
+							deleted[strings.TrimSpace(name)] = true
+						}
+					}
+				}
+				chains, err := iptablesExpected(family, string(final), history, deleted)
 				if err != nil {
 					return fmt.Errorf("iptables %s: %w", family, err)
 				}
@@ -103,7 +115,95 @@ func writeExpected(sc *Scenario, out string) error {
 		buf.WriteString("\n")
 	}
 	buf.WriteString("]}\n")
+	if err := checkMeta(out, all); err != nil {
+		return fmt.Errorf("meta.json: %w", err)
+	}
 	return writeFile(filepath.Join(out, "expected.json"), buf.Bytes())
+}
+
+// checkMeta cross-checks the optional meta.json fields against the dumps and
+// expected.json, so that they say only what the fixture shows.
+func checkMeta(out string, all []ExpectedChain) error {
+	b, err := os.ReadFile(filepath.Join(out, "meta.json"))
+	if err != nil {
+		return err
+	}
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	key := func(mode, family, table, chain string) string { return mode + " " + family + " " + table + " " + chain }
+	byKey := map[string]ExpectedChain{}
+	for _, e := range all {
+		byKey[key(e.Mode, e.Family, e.Table, e.Chain)] = e
+	}
+
+	// staleChains: exactly the nftables chains expected.json calls stale
+	if len(m.StaleChains) > 0 {
+		want := map[string]bool{}
+		for _, c := range m.StaleChains {
+			want[key(c.Mode, c.Family, c.Table, c.Chain)] = true
+		}
+		for _, e := range all {
+			k := key(e.Mode, e.Family, e.Table, e.Chain)
+			if e.Mode == "nftables" && e.Stale != want[k] {
+				return fmt.Errorf("staleChains and expected.json disagree on %s", k)
+			}
+			delete(want, k)
+		}
+		for k := range want {
+			return fmt.Errorf("staleChains: %s not in expected.json", k)
+		}
+	}
+
+	// leftoverChains: in expected.json, stale, same owner
+	for _, l := range m.LeftoverChains {
+		e, ok := byKey[key(l.Mode, l.Family, l.Table, l.Chain)]
+		if !ok {
+			return fmt.Errorf("leftover chain %s not in expected.json", l.Chain)
+		}
+		if !e.Stale || e.Kind != l.Kind || e.ServicePort != l.ServicePort || e.Protocol != l.Protocol {
+			return fmt.Errorf("leftover chain %s: expected.json says %+v", l.Chain, e)
+		}
+	}
+
+	// foreignMarkRules: verbatim in what the real tools print
+	lines := func(files ...string) (map[string]bool, error) {
+		set := map[string]bool{}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(out, f))
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				set[strings.TrimSpace(l)] = true
+			}
+		}
+		return set, nil
+	}
+	for _, r := range m.ForeignMarkRules {
+		var files []string
+		switch r.Mode {
+		case "iptables":
+			fam := "ipv4"
+			if r.Family == "IPv6" {
+				fam = "ipv6"
+			}
+			files = []string{"iptables/save-nft-" + fam + ".txt", "iptables/save-legacy-" + fam + ".txt", "iptables/restore-" + fam + ".txt"}
+		case "nftables":
+			files = []string{"nftables/ruleset.txt"}
+		}
+		for _, f := range files {
+			set, err := lines(f)
+			if err != nil {
+				return err
+			}
+			if !set[r.Rule] {
+				return fmt.Errorf("foreign rule %q not found in %s", r.Rule, f)
+			}
+		}
+	}
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -211,6 +311,9 @@ var iptKinds = []struct{ prefix, kind string }{
 	{"KUBE-EXT-", "external"},
 	{"KUBE-FW-", "firewall"},
 	{"KUBE-SEP-", "endpoint"},
+	// kube-proxy <= 1.23's externalTrafficPolicy: Local chain (replaced by
+	// KUBE-EXT/KUBE-SVL in 1.24); only found as a leftover
+	{"KUBE-XLB-", "local"},
 }
 
 func iptKind(chain string) string {
@@ -229,6 +332,8 @@ var commentPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`^` + spnRE + ` traffic not accepted by KUBE-FW-\S+$`),
 	regexp.MustCompile(`^(?:masquerade|pod|masquerade LOCAL|route LOCAL) traffic for ` + spnRE + ` external destinations$`),
 	regexp.MustCompile(`^other traffic to ` + spnRE + ` will be dropped by KUBE-PROXY-FIREWALL$`),
+	// kube-proxy <= 1.23, KUBE-XLB chains
+	regexp.MustCompile(`^(?:masquerade|route) LOCAL traffic for ` + spnRE + ` LB IP(?: to service chain)?$`),
 	regexp.MustCompile(`^` + spnRE + `$`),
 }
 
@@ -250,6 +355,7 @@ func commentSPN(c string) (spn, ep string) {
 
 type facts struct {
 	spn, proto, ep map[string]map[string]bool // chain -> value set
+	pendingProto   [][2]string
 }
 
 func newFacts() *facts {
@@ -329,6 +435,20 @@ func (f *facts) collect(d *iptDump) {
 			}
 		}
 	}
+	// A chain with no protocol evidence of its own (a v1.23 KUBE-XLB chain
+	// has no -p match and nothing jumps to it) takes the protocol of the
+	// per-service chains it jumps to.
+	for _, e := range edges {
+		if len(f.proto[e.from]) == 0 && iptKind(e.to) != "endpoint" {
+			for v := range f.proto[e.to] {
+				f.pendingProto = append(f.pendingProto, [2]string{e.from, v})
+			}
+		}
+	}
+	for _, p := range f.pendingProto {
+		addFact(f.proto, p[0], p[1])
+	}
+	f.pendingProto = nil
 }
 
 func b32hash(s string, n int) string {
@@ -336,7 +456,7 @@ func b32hash(s string, n int) string {
 	return base32.StdEncoding.EncodeToString(sum[:])[:n]
 }
 
-func iptablesExpected(family, final string, history []string) ([]ExpectedChain, error) {
+func iptablesExpected(family, final string, history []string, deleted map[string]bool) ([]ExpectedChain, error) {
 	d, err := parseIPTables(final)
 	if err != nil {
 		return nil, err
@@ -390,7 +510,7 @@ func iptablesExpected(family, final string, history []string) ([]ExpectedChain, 
 				if e.Protocol, err = single(f.proto[c]); err != nil {
 					return nil, fmt.Errorf("%s %s: protocol: %w", table, c, err)
 				}
-				e.Stale = !reach[table+"/"+c]
+				e.Stale = !reach[table+"/"+c] || deleted[c]
 				// cross-check with kube-proxy's naming scheme
 				want := ""
 				if e.Kind == "endpoint" {
@@ -505,15 +625,19 @@ func nftablesExpected(family, dump string, rulesetJSON []byte) ([]ExpectedChain,
 							e.Endpoint = m[1]
 						}
 					}
-					if e.Endpoint == "" {
-						return nil, fmt.Errorf("endpoint chain %s has no dnat rule", name)
-					}
 					// cross-check with the readable name (IPv6 ':' written as '.')
 					ip, p, _ := strings.Cut(epPart, "/")
 					if family == "IPv6" {
 						ip = strings.ReplaceAll(ip, ".", ":")
 					}
-					if net.JoinHostPort(ip, p) != e.Endpoint {
+					switch {
+					case e.Endpoint == "" && len(ch.Rules) == 0:
+						// flushed by kube-proxy (stale, deleted by a later
+						// sync): only the name is left
+						e.Endpoint = net.JoinHostPort(ip, p)
+					case e.Endpoint == "":
+						return nil, fmt.Errorf("endpoint chain %s has no dnat rule", name)
+					case net.JoinHostPort(ip, p) != e.Endpoint:
 						return nil, fmt.Errorf("endpoint chain %s: dnat to %s", name, e.Endpoint)
 					}
 				}

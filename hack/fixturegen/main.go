@@ -22,11 +22,12 @@ func usage() {
 	fmt.Fprintf(os.Stderr, `usage: fixturegen <command> [flags]
 
 commands:
-  list                          print the scenarios this build (%s) generates: "name mode,mode"
+  list                          print the scenarios this build (%s) generates: "name mode,mode flag,flag|-"
   objects  -scenario S -out DIR write objects.json and meta.json
   iptables -scenario S -out DIR run the iptables proxiers (fake iptables); writes iptables/restore-*.txt, metrics-iptables.txt
   nftables -scenario S -out DIR run the nftables proxiers (real kernel; must be inside a netns); writes nftables/*, metrics-nftables.txt
   nfacct-ensure                 create kube-proxy's nfacct counters (must be inside a netns)
+  config   -scenario S -out DIR write kube-proxy-configmap-<mode>.yaml (kubeadm's ConfigMap) and configz-<mode>.json (kube-proxy's /configz)
   expected -scenario S -out DIR derive expected.json from the dumps in DIR
   validate -out DIR             check the knftables dumps parse with knftables.Fake.ParseDump
 `, versionTag)
@@ -60,7 +61,7 @@ func main() {
 	case "list":
 		for _, s := range scenarios {
 			if s.Version == versionTag {
-				fmt.Printf("%s %s\n", s.Name, strings.Join(s.Modes, ","))
+				fmt.Printf("%s %s %s\n", s.Name, strings.Join(s.Modes, ","), s.flags())
 			}
 		}
 	case "objects":
@@ -77,6 +78,12 @@ func main() {
 	case "nfacct-ensure":
 		mustBeInNetns()
 		err = nfacctEnsure()
+	case "config":
+		needScenario()
+		if configCmd == nil {
+			fatalf("config: this binary was built without -tags kpconfig (hack/gen-fixtures.sh builds fixturegen-<version>-config)")
+		}
+		err = configCmd(sc, *out)
 	case "expected":
 		needScenario()
 		err = writeExpected(sc, *out)
@@ -89,6 +96,9 @@ func main() {
 		fatalf("%s: %v", cmd, err)
 	}
 }
+
+// configCmd is `fixturegen config`, set by config.go in -tags kpconfig builds.
+var configCmd func(sc *Scenario, out string) error
 
 func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "fixturegen: "+format+"\n", args...)

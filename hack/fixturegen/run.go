@@ -104,6 +104,41 @@ type meta struct {
 	ServiceCIDRs             []string        `json:"serviceCIDRs"`
 	SyncPeriod               string          `json:"syncPeriod"`
 	Syncs                    int             `json:"syncs"`
+
+	// Optional, only in the scenarios they describe (see testdata/fixtures/README.md).
+	StaleChains                []ChainRef        `json:"staleChains,omitempty"`
+	ForeignMarkRules           []ForeignMarkRule `json:"foreignMarkRules,omitempty"`
+	LegacyBackendHasKubeChains bool              `json:"legacyBackendHasKubeChains,omitempty"`
+	LegacyBackend              *LegacyBackend    `json:"legacyBackend,omitempty"`
+	LeftoverChains             []LeftoverChain   `json:"leftoverChains,omitempty"`
+	SyncFailures               []SyncFailure     `json:"syncFailures,omitempty"`
+}
+
+// ChainRef names one chain the way expected.json does.
+type ChainRef struct {
+	Mode   string `json:"mode"`
+	Family string `json:"family"`
+	Table  string `json:"table"`
+	Chain  string `json:"chain"`
+}
+
+// LegacyBackend says what the iptables legacy backend holds next to the
+// current (nft backend) state.
+type LegacyBackend struct {
+	KubeProxyVersion string `json:"kubeProxyVersion"`
+	Scenario         string `json:"scenario"`
+}
+
+// SyncFailure is one failed kube-proxy sync.
+type SyncFailure struct {
+	Sync     int    `json:"sync"`
+	Mode     string `json:"mode"`
+	Family   string `json:"family"`
+	FullSync bool   `json:"fullSync"`
+	// FakeIPTablesError is the error of the fake iptables' RestoreAll that
+	// failed the sync; the real tools' answer to the same input is in
+	// iptables/failed-restore-{nft,legacy}-ipv4.stderr.txt.
+	FakeIPTablesError string `json:"fakeIPTablesError"`
 }
 
 // endpointCount mirrors kube-proxy's large-cluster computation per family:
@@ -171,6 +206,7 @@ func writeObjects(sc *Scenario, out string) error {
 	if sc.Churn != nil {
 		syncs = 2
 	}
+	syncs += sc.ExtraSyncs
 	m := meta{
 		KubeProxyVersion:         kubeProxyVersion,
 		Node:                     nodeName,
@@ -185,7 +221,17 @@ func writeObjects(sc *Scenario, out string) error {
 		ServiceCIDRs:             []string{svcCIDRv4, svcCIDRv6},
 		SyncPeriod:               "30s",
 		Syncs:                    syncs,
+		ForeignMarkRules:         sc.ForeignMarkRules,
+		LeftoverChains:           sc.LeftoverChains,
 	}
+	if sc.LegacyBackend != "" {
+		m.LegacyBackendHasKubeChains = true
+		m.LegacyBackend = &LegacyBackend{KubeProxyVersion: "v1.34.3", Scenario: sc.LegacyBackend}
+	}
+	return writeMeta(out, &m)
+}
+
+func writeMeta(out string, m *meta) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -194,6 +240,20 @@ func writeObjects(sc *Scenario, out string) error {
 		return err
 	}
 	return writeFile(filepath.Join(out, "meta.json"), buf.Bytes())
+}
+
+// updateMeta lets a later step add what it learnt to meta.json.
+func updateMeta(out string, f func(*meta)) error {
+	b, err := os.ReadFile(filepath.Join(out, "meta.json"))
+	if err != nil {
+		return err
+	}
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	f(&m)
+	return writeMeta(out, &m)
 }
 
 // ---------------------------------------------------------------------------
@@ -295,10 +355,13 @@ func setupMetrics(mode string) {
 	registerMetrics(mode)
 }
 
+// droppedMetricPrefixes: families left out of metrics-*.txt: the Go runtime
+// and process collectors, which are not kube-proxy's and differ on every run.
+var droppedMetricPrefixes = []string{"go_", "process_"}
+
 // scrapeMetrics serves /metrics exactly as kube-proxy does
-// (legacyregistry.Handler()) and returns the text exposition, minus the Go
-// runtime (go_*) and process (process_*) collector families, which are not
-// kube-proxy's and differ on every run.
+// (legacyregistry.Handler()) and returns the text exposition, minus the
+// droppedMetricPrefixes families.
 func scrapeMetrics() ([]byte, error) {
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Accept", "text/plain")
@@ -320,7 +383,10 @@ func scrapeMetrics() ([]byte, error) {
 			name = line
 		}
 		if name != "" {
-			skip = strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
+			skip = false
+			for _, p := range droppedMetricPrefixes {
+				skip = skip || strings.HasPrefix(name, p)
+			}
 		}
 		if !skip {
 			out.WriteString(line)
@@ -343,6 +409,24 @@ func scrapeMetrics() ([]byte, error) {
 type nodeIPTables struct {
 	*iptablestest.FakeIPTables
 	monitorDone chan struct{}
+	// ensured counts EnsureRule calls: kube-proxy ensures its jump rules on
+	// full syncs only, so a sync with ensured > 0 is a full one.
+	ensured  int
+	failures []restoreFailure
+}
+
+type restoreFailure struct {
+	fullSync bool
+	data     []byte
+	err      error
+}
+
+func (n *nodeIPTables) RestoreAll(data []byte, flush utiliptables.FlushFlag, counters utiliptables.RestoreCountersFlag) error {
+	err := n.FakeIPTables.RestoreAll(data, flush, counters)
+	if err != nil {
+		n.failures = append(n.failures, restoreFailure{fullSync: n.ensured > 0, data: append([]byte(nil), data...), err: err})
+	}
+	return err
 }
 
 func quoteArgs(args []string) []string {
@@ -357,6 +441,7 @@ func quoteArgs(args []string) []string {
 }
 
 func (n *nodeIPTables) EnsureRule(position utiliptables.RulePosition, table utiliptables.Table, chain utiliptables.Chain, args ...string) (bool, error) {
+	n.ensured++
 	return n.FakeIPTables.EnsureRule(position, table, chain, quoteArgs(args)...)
 }
 
@@ -375,11 +460,24 @@ func runIPTables(ctx context.Context, sc *Scenario, out string) error {
 	setupMetrics("iptables")
 	first, final := finalObjects(sc)
 	fakes := map[v1.IPFamily]*iptablestest.FakeIPTables{}
+	ipts := map[v1.IPFamily]*nodeIPTables{}
 	ps := map[v1.IPFamily]proxier{}
 	rec := newRecorder()
 	for _, f := range families {
 		fakes[f] = newFakeIPTables(f)
+		if sc.IPTablesSeed != nil {
+			if seed := sc.IPTablesSeed(f); seed != "" {
+				// what other components left on the node before kube-proxy started
+				if err := fakes[f].RestoreAll([]byte(seed), utiliptables.NoFlushTables, utiliptables.NoRestoreCounters); err != nil {
+					return fmt.Errorf("seeding the fake iptables (%s): %w", f, err)
+				}
+				if err := writeFile(filepath.Join(out, "iptables", "foreign-"+famSuffix(f)+".txt"), []byte(seed)); err != nil {
+					return err
+				}
+			}
+		}
 		ipt := &nodeIPTables{FakeIPTables: fakes[f], monitorDone: make(chan struct{})}
+		ipts[f] = ipt
 		p, err := newIPTablesProxier(ctx, sc, f, ipt, rec)
 		if err != nil {
 			return fmt.Errorf("NewProxier(%s): %w", f, err)
@@ -395,15 +493,48 @@ func runIPTables(ctx context.Context, sc *Scenario, out string) error {
 	}
 	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
 	markLoopStarted()
-	feed(mp, first)
+	var failures []SyncFailure
+	sync := 0
+	// run one sync (fn) and note which families failed it
+	step := func(fn func()) {
+		sync++
+		for _, f := range families {
+			ipts[f].ensured = 0
+			ipts[f].failures = ipts[f].failures[:0:0]
+		}
+		fn()
+		for _, f := range families {
+			for _, fl := range ipts[f].failures {
+				failures = append(failures, SyncFailure{Sync: sync, Mode: "iptables", Family: string(f), FullSync: fl.fullSync, FakeIPTablesError: fl.err.Error()})
+				// kube-proxy's input of the last failed restore of this family
+				if err := writeFile(filepath.Join(out, "iptables", "failed-restore-"+famSuffix(f)+".txt"), fl.data); err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+	step(func() { feed(mp, first) })
 	if sc.Churn != nil {
 		for _, f := range families {
 			if err := writeFile(filepath.Join(out, "iptables", "restore-"+famSuffix(f)+".sync1.txt"), []byte(fakes[f].Dump.String())); err != nil {
 				return err
 			}
 		}
-		applyChurn(mp, first, final)
-		syncNow(mp)
+		step(func() {
+			applyChurn(mp, first, final)
+			syncNow(mp)
+		})
+	}
+	for i := 0; i < sc.ExtraSyncs; i++ {
+		step(func() { syncNow(mp) })
+	}
+	if (len(failures) > 0) != sc.VerifyFailures {
+		return fmt.Errorf("%d failed restores, scenario expects failures: %v", len(failures), sc.VerifyFailures)
+	}
+	if len(failures) > 0 {
+		if err := updateMeta(out, func(m *meta) { m.SyncFailures = failures }); err != nil {
+			return err
+		}
 	}
 	for _, f := range families {
 		if err := writeFile(filepath.Join(out, "iptables", "restore-"+famSuffix(f)+".txt"), []byte(fakes[f].Dump.String())); err != nil {
@@ -466,6 +597,7 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 	setupMetrics("nftables")
 	first, final := finalObjects(sc)
 	ps := map[v1.IPFamily]proxier{}
+	raws := map[v1.IPFamily]any{}
 	tees := map[v1.IPFamily]*teeNFT{}
 	rec := newRecorder()
 	for _, f := range families {
@@ -485,6 +617,7 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 			return err
 		}
 		ps[f] = p
+		raws[f] = raw
 		tees[f] = t
 	}
 	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
@@ -493,6 +626,42 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 	if sc.Churn != nil {
 		applyChurn(mp, first, final)
 		syncNow(mp)
+	}
+	for i := 0; i < sc.ExtraSyncs; i++ {
+		syncNow(mp)
+	}
+	// chains kube-proxy has flushed and will delete in a later sync
+	var stale []ChainRef
+	for _, f := range families {
+		names, err := staleChainsOf(raws[f])
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			ch := tees[f].fake.Table.Chains[n]
+			if ch == nil || len(ch.Rules) != 0 {
+				return fmt.Errorf("%s: stale chain %s is not an empty chain in the ruleset", f, n)
+			}
+			stale = append(stale, ChainRef{Mode: "nftables", Family: string(f), Table: "kube-proxy", Chain: n})
+		}
+	}
+	if (len(stale) > 0) != (sc.Churn != nil) {
+		return fmt.Errorf("%d stale nftables chains after the syncs (churn: %v)", len(stale), sc.Churn != nil)
+	}
+	if len(stale) > 0 {
+		if err := updateMeta(out, func(m *meta) { m.StaleChains = stale }); err != nil {
+			return err
+		}
+	}
+	if sc.NFTForeign != "" {
+		cmd := exec.Command("nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(sc.NFTForeign)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("nft -f (foreign ruleset): %w: %s", err, b)
+		}
+		if err := writeFile(filepath.Join(out, "nftables", "foreign.nft"), []byte(sc.NFTForeign)); err != nil {
+			return err
+		}
 	}
 	for _, f := range families {
 		t := tees[f]
@@ -532,6 +701,27 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 		return err
 	}
 	return writeFile(filepath.Join(out, "metrics-nftables.txt"), m)
+}
+
+// staleChainsOf reads the unexported staleChains map of an *nftables.Proxier:
+// the chains kube-proxy flushed because nothing uses them any more, to be
+// deleted by a sync more than one second later. Sorted.
+func staleChainsOf(p any) ([]string, error) {
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("unexpected proxier type %T", p)
+	}
+	f := v.Elem().FieldByName("staleChains")
+	if !f.IsValid() || f.Kind() != reflect.Map {
+		return nil, fmt.Errorf("%T has no map field staleChains", p)
+	}
+	f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+	var names []string
+	for _, k := range f.MapKeys() {
+		names = append(names, k.String())
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // normalizeNFTJSON only appends a trailing newline; nft -j prints the whole

@@ -56,6 +56,44 @@ type Scenario struct {
 	Objects func() *ObjectSet
 	// Churn, if set, is applied after the first sync; a second sync follows.
 	Churn func(before *ObjectSet) *ObjectSet
+	// ExtraSyncs: syncs run after the churn's sync, with no further changes
+	// (e.g. the full sync kube-proxy forces after a failed one).
+	ExtraSyncs int
+
+	// IPTablesSeed, if set, returns iptables-restore input (per family; ""
+	// for none) for rules other components left on the node before
+	// kube-proxy starts. It is loaded into the fake iptables with --noflush
+	// semantics, so kube-proxy runs next to it and every dump shows it.
+	IPTablesSeed func(family v1.IPFamily) string
+	// NFTForeign, if set, is loaded with `nft -f` into the nftables-mode
+	// namespace after kube-proxy's syncs.
+	NFTForeign string
+	// ForeignMarkRules / LeftoverChains are recorded in meta.json.
+	ForeignMarkRules []ForeignMarkRule
+	LeftoverChains   []LeftoverChain
+	// LegacyBackend names the (v1.34) scenario whose iptables restore files
+	// hack/gen-fixtures.sh loads with iptables-legacy-restore into the same
+	// namespace as this scenario's iptables-nft state.
+	LegacyBackend string
+	// VerifyFailures: hack/gen-fixtures.sh applies kube-proxy's failed
+	// restore input with the real tools and keeps their answer.
+	VerifyFailures bool
+}
+
+// flags are the extra steps hack/gen-fixtures.sh runs for a scenario,
+// printed by `fixturegen list` as a third column.
+func (s *Scenario) flags() string {
+	var f []string
+	if s.LegacyBackend != "" {
+		f = append(f, "legacy-backend="+s.LegacyBackend)
+	}
+	if s.VerifyFailures {
+		f = append(f, "verify-failed-restore")
+	}
+	if len(f) == 0 {
+		return "-"
+	}
+	return strings.Join(f, ",")
 }
 
 // ObjectSet is the API state at one point in time.
