@@ -304,7 +304,6 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 	type pending struct {
 		out   int32
 		chain *inspect.IPChain
-		hash  string
 	}
 	var serviceChains, endpointChains []pending
 	// The rules that jump to each chain, built only when a chain cannot be
@@ -354,7 +353,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 			if endpointChains == nil {
 				endpointChains = make([]pending, 0, len(t.Chains))
 			}
-			endpointChains = append(endpointChains, pending{int32(len(out) - 1), c, hash})
+			endpointChains = append(endpointChains, pending{int32(len(out) - 1), c})
 			continue
 		}
 		if sp := idx.byHash[hash]; sp != nil {
@@ -379,7 +378,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 			}
 		}
 		out = append(out, o)
-		serviceChains = append(serviceChains, pending{int32(len(out) - 1), c, hash})
+		serviceChains = append(serviceChains, pending{int32(len(out) - 1), c})
 	}
 
 	// The SVC, SVL, EXT and FW chains of a service port share one hash: a
@@ -392,12 +391,12 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 	byHash := map[string]owner{}
 	for _, pc := range serviceChains {
 		if o := &out[pc.out]; o.ServicePort != "" {
-			byHash[pc.hash] = owner{o.ServicePort, o.Protocol, o.Evidence}
+			byHash[chainHash(pc.chain.Name)] = owner{o.ServicePort, o.Protocol, o.Evidence}
 		}
 	}
 	for _, pc := range serviceChains {
 		if o := &out[pc.out]; o.ServicePort == "" {
-			if ow, ok := byHash[pc.hash]; ok {
+			if ow, ok := byHash[chainHash(pc.chain.Name)]; ok {
 				o.ServicePort, o.Protocol, o.Evidence = ow.servicePort, ow.protocol, ow.evidence
 			} else if o.Protocol == "" {
 				o.Protocol = strings.ToUpper(ruleProtocol(pc.chain))
@@ -441,7 +440,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 	}
 	for _, pc := range endpointChains {
 		o, c := &out[pc.out], pc.chain
-		if ref, ok := idx.byEndpoint[pc.hash]; ok {
+		if ref, ok := idx.byEndpoint[chainHash(pc.chain.Name)]; ok {
 			o.ServicePort, o.Protocol, o.Endpoint = ref.sp.String(), string(ref.sp.Protocol), ref.endpoint
 			o.Evidence = EvidenceHash
 			continue
@@ -453,7 +452,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 			continue // no DNAT target to hash (nft lists some ip6 DNATs without it)
 		}
 		try := func(spn, p string, ev Evidence) bool {
-			if proto != "" && !strings.EqualFold(p, proto) || EndpointHash(spn, p, o.Endpoint) != pc.hash {
+			if proto != "" && !strings.EqualFold(p, proto) || EndpointHash(spn, p, o.Endpoint) != chainHash(pc.chain.Name) {
 				return false
 			}
 			o.ServicePort, o.Protocol, o.Evidence = spn, strings.ToUpper(p), ev|EvidenceDNAT
@@ -492,6 +491,15 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		}
 	}
 	return out
+}
+
+// chainHash is the 16-character hash at the end of a per-service chain
+// name (every prefix ends in "-").
+func chainHash(name string) string {
+	if len(name) < 16 {
+		return name
+	}
+	return name[len(name)-16:]
 }
 
 // commentedOwner finds a rule comment naming the service port whose hash

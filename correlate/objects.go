@@ -25,10 +25,15 @@ type Objects struct {
 	// Other holds objects of other kinds found in the input (a Node, a
 	// ConfigMap), kept for the callers that want them.
 	Other []runtime.Object
+
+	// servicePorts caches ServicePorts: triage joins the same objects with
+	// the rules several times.
+	servicePorts []*ServicePort
 }
 
 // Add appends the objects of o.
 func (o *Objects) Add(other *Objects) {
+	o.servicePorts = nil
 	o.Services = append(o.Services, other.Services...)
 	o.EndpointSlices = append(o.EndpointSlices, other.EndpointSlices...)
 	o.Other = append(o.Other, other.Other...)
@@ -166,7 +171,16 @@ func (sp *ServicePort) Proto() string { return strings.ToLower(string(sp.Protoco
 // their endpoints, the way kube-proxy's change trackers do: slices join
 // their Service through the kubernetes.io/service-name label and join a
 // port by name and protocol; an endpoint uses its first address.
+//
+// The result is computed once and shared; callers must not modify it.
 func (o *Objects) ServicePorts() []*ServicePort {
+	if o.servicePorts == nil {
+		o.servicePorts = o.servicePortsUncached()
+	}
+	return o.servicePorts
+}
+
+func (o *Objects) servicePortsUncached() []*ServicePort {
 	type key struct {
 		ns, name, port string
 		proto          corev1.Protocol

@@ -44,11 +44,7 @@ Use it when kube-proxy looks alive but the rules look wrong or old.`,
 			if err != nil {
 				return err
 			}
-			now, err := parseAt(o.At)
-			if err != nil {
-				return err
-			}
-			rep := buildCounts(l, now)
+			rep := buildCounts(l, correlate.Attribute(l.Ruleset, l.Objects), o.now)
 			if o.machine() {
 				return printMachine(o.Out, o.Output, rep)
 			}
@@ -86,8 +82,9 @@ type CountsReport struct {
 	LargeClusterModeFromObjects map[string]bool `json:"largeClusterModeFromObjects,omitempty"`
 }
 
-func buildCounts(l *Loaded, now time.Time) *CountsReport {
-	res := correlate.Attribute(l.Ruleset, l.Objects)
+// buildCounts compares the metrics with the dump; res (the attribution of
+// the same inputs) says which chains are stale.
+func buildCounts(l *Loaded, res *correlate.Result, now time.Time) *CountsReport {
 	stale := map[string]bool{}
 	for _, c := range res.Chains {
 		if c.Stale {

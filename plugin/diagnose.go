@@ -58,9 +58,6 @@ func percent(f float64) string {
 	return fmt.Sprintf("%5.1f%%", f*100)
 }
 
-func splitLines(s string) []string { return strings.Split(s, "\n") }
-func joinLines(l []string) string  { return strings.Join(l, "\n") }
-
 // trimTrailing removes the spaces lipgloss pads blocks with, so that text
 // output has no trailing whitespace.
 func trimTrailing(s string) string {

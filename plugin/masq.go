@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -70,8 +71,9 @@ type simpleOptions struct {
 	Sources SourceOptions
 	Output  string
 	Color   string
-	// At is --at, for the commands that judge sync ages.
+	// At is --at, for the commands that judge sync ages; now is it parsed.
 	At   string
+	now  time.Time
 	term *Terminal
 }
 
@@ -100,6 +102,10 @@ func (o *simpleOptions) load() (*Loaded, error) {
 		return nil, err
 	}
 	if err := o.Sources.Validate(); err != nil {
+		return nil, err
+	}
+	// A bad --at is reported before reading what may be large dumps.
+	if o.now, err = parseAt(o.At); err != nil {
 		return nil, err
 	}
 	l, err := o.Sources.Load()

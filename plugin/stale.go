@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,9 +142,5 @@ func renderStale(out io.Writer, t *Terminal, rep *correlate.StaleReport, wide bo
 }
 
 func indent(s, prefix string) string {
-	lines := splitLines(s)
-	for i := range lines {
-		lines[i] = prefix + lines[i]
-	}
-	return joinLines(lines)
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }

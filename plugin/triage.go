@@ -67,11 +67,7 @@ Use it first, at 3 a.m., when a Service on a node does not get traffic.`,
 			if err != nil {
 				return err
 			}
-			now, err := parseAt(o.At)
-			if err != nil {
-				return err
-			}
-			rep := BuildTriage(l, o.Sources.Node, now)
+			rep := BuildTriage(l, o.Sources.Node, o.now)
 			if o.machine() {
 				err = printMachine(o.Out, o.Output, rep)
 			} else {
@@ -189,7 +185,7 @@ func BuildTriage(l *Loaded, node string, now time.Time) *TriageReport {
 	}
 
 	// Counts and syncs.
-	rep.Counts = buildCounts(l, now)
+	rep.Counts = buildCounts(l, res, now)
 	if len(l.Metrics) == 0 {
 		add(correlate.SeverityInfo, "input", "", "no kube-proxy metrics given: rule counts, sync age and sync failures are not checked (pass --from-metrics)")
 	} else {
