@@ -1,7 +1,8 @@
 # kubectl-proxyrules
 #
 #   make demo      build and run the main job on a bundled example (no cluster)
-#   make test      install test dependencies when missing, vet, unit + real-tool tests, brief fuzzing
+#   make test      install test dependencies when missing, vet, unit + real-tool tests, brief fuzzing,
+#                  then the end-to-end suite on a real cluster on this machine (hack/e2e.mk)
 #   make fixtures  regenerate testdata/fixtures from kube-proxy's own code (root, network namespaces)
 #   make bench     parser and attribution benchmarks on a large generated dump
 #   make dist      release archives for 6 platforms, checksums and the krew manifest (hack/dist.mk)
@@ -30,7 +31,7 @@ demo: build
 	@echo
 	$(PLUGIN) stale --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-objects $(DEMO_DIR)/objects.json --node node-a | tail -8
 
-test: test-deps vet unit fuzz
+test: test-deps vet unit fuzz e2e
 
 test-deps:
 	@bash hack/test-deps.sh
@@ -54,3 +55,4 @@ bench:
 clean:
 	rm -rf $(CACHE)
 include hack/dist.mk
+include hack/e2e.mk

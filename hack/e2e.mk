@@ -1,0 +1,29 @@
+# End-to-end suite: a real cluster on this machine (etcd, kube-apiserver, two
+# network-namespace nodes with real kube-proxy in iptables and nftables mode,
+# kwok as the kubelet) and the plugin run against it. See hack/e2e/ and e2e/.
+# Included from the Makefile; GO comes from there.
+#
+#   make e2e        bring a cluster up, run the suite, tear it down (root; skips with one line otherwise)
+#   make e2e-up     bring the cluster up and leave it running (KUBECONFIG=.cache/e2e/run/admin.kubeconfig)
+#   make e2e-down   tear it down
+#   make e2e-build  only build the cluster parts into .cache/e2e/bin (cached by version)
+
+E2E_TIMEOUT ?= 45m
+
+.PHONY: e2e e2e-deps e2e-build e2e-up e2e-down
+
+e2e-deps:
+	@bash hack/e2e/deps.sh
+
+e2e-build:
+	bash hack/e2e/build.sh
+
+e2e-up: e2e-deps
+	bash hack/e2e/up.sh
+
+e2e-down:
+	bash hack/e2e/down.sh
+
+e2e: e2e-deps
+	$(GO) vet -tags e2e ./e2e
+	$(GO) test -tags e2e -v -count=1 -timeout $(E2E_TIMEOUT) ./e2e

@@ -1,0 +1,543 @@
+#!/usr/bin/env bash
+# Brings up the end-to-end cluster on this machine (root, network namespaces):
+#
+#  host netns                                   netns node-a               netns node-b
+#  etcd 127.0.0.1:23790                         eth0 172.31.255.11/24      eth0 172.31.255.12/24
+#  kube-apiserver 172.31.255.1:6443 -- prbr0 -- veth                       veth
+#                                               kube-proxy mode=iptables   kube-proxy mode=nftables
+#                                               kwok (kubelet) :10250      kwok (kubelet) :10250
+#                                               metrics 127.0.0.1:10249    metrics 127.0.0.1:10249
+#
+# The parts are built first when missing (hack/e2e/build.sh). On success it
+# prints the path of an env file (KUBECONFIG, E2E_K8S_BIN, ...) and the cluster
+# keeps running until hack/e2e/down.sh. On failure it tears down what it made.
+#
+# Environment: E2E_SUBNET (default 172.31.255, a /24 that must not be routed
+# yet), E2E_CACHE (default .cache/e2e).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+T0=$SECONDS
+[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, a bridge, iptables)"
+for tool in ip ss nft iptables iptables-save ip6tables openssl curl unshare setsid flock; do
+	command -v "$tool" >/dev/null 2>&1 || die "$tool not found (hack/e2e/deps.sh installs it)"
+done
+[[ $E2E_SUBNET =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] || die "E2E_SUBNET must be three octets, got $E2E_SUBNET"
+[[ $E2E_SUBNET != 192.0.2 ]] || die "192.0.2.0/24 is this machine's uplink: choose another E2E_SUBNET"
+if [[ -e $RUN/created || -d $RUN/pids ]]; then
+	die "a cluster (or its leftovers) is recorded in $RUN: run hack/e2e/down.sh first"
+fi
+
+# --- the subnet must be free -------------------------------------------------
+subnet_check() {
+	local addrs def got
+	addrs=$(ip -o -4 addr show | awk '{print $4}' | grep -E "^${E2E_SUBNET//./\\.}\." || true)
+	[[ -z $addrs ]] || die "refusing to start: $E2E_SUBNET.0/24 is in use here (address $addrs); set E2E_SUBNET"
+	if [[ -n $(ip -4 route show table all root "$E2E_SUBNET.0/24" 2>/dev/null) ]]; then
+		die "refusing to start: a route inside $E2E_SUBNET.0/24 exists: $(ip -4 route show table all root "$E2E_SUBNET.0/24" | head -1)"
+	fi
+	# Any address of the /24 may only be reached through the default route.
+	def=$(ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "via") print $(i+1); exit}')
+	for host in 1 11 12 254; do
+		got=$(ip -4 -o route get "$E2E_SUBNET.$host" 2>/dev/null | head -1) || continue # unreachable: free
+		if [[ -z $def || $got != "$E2E_SUBNET.$host via $def "* ]]; then
+			die "refusing to start: $E2E_SUBNET.0/24 is already routed here ($got); set E2E_SUBNET"
+		fi
+	done
+	ip link show "$BRIDGE" >/dev/null 2>&1 && die "refusing to start: link $BRIDGE exists"
+	for n in "${NODES[@]}"; do
+		ip netns list | awk '{print $1}' | grep -qx "$n" && die "refusing to start: network namespace $n exists"
+		ip link show "${NODE_VETH[$n]}" >/dev/null 2>&1 && die "refusing to start: link ${NODE_VETH[$n]} exists"
+	done
+	for port in 23790 23800; do
+		ss -Hltn "sport = :$port" | grep -q . && die "refusing to start: port $port is taken on this machine"
+	done
+	return 0
+}
+subnet_check
+
+# --- build (cached) ------------------------------------------------------------
+"$E2E_ROOT/hack/e2e/build.sh"
+mapfile -t dirs < <("$E2E_ROOT/hack/e2e/build.sh" --print)
+K8S_BIN=${dirs[0]} ETCD_BIN=${dirs[1]} KWOK_BIN=${dirs[2]}
+T_BUILT=$SECONDS
+
+mkdir -p "$RUN" "$LOGS"
+rm -f "$LOGS"/{etcd,kube-apiserver,openssl}.log "$LOGS"/kube-proxy-*.log "$LOGS"/kwok-*.log
+: >"$RUN/created"
+failed=1
+exec 3>&2 # the original stderr: a trap may run while a command's 2>/dev/null is in force
+on_exit() {
+	exec 2>&3
+	if [[ $failed -eq 1 ]]; then
+		log "bring-up failed; logs in $LOGS; tearing down"
+		"$E2E_ROOT/hack/e2e/down.sh" >&2 || true
+	fi
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+KUBECTL="$K8S_BIN/kubectl"
+PKI="$RUN/pki"
+ADMIN_KUBECONFIG="$RUN/admin.kubeconfig"
+SERVER="https://$BRIDGE_IP:$APISERVER_PORT"
+
+# --- certificates ---------------------------------------------------------------
+mkdir -p "$PKI"
+ossl() { openssl "$@" >/dev/null 2>>"$LOGS/openssl.log"; }
+ossl req -x509 -newkey rsa:2048 -nodes -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -days 2 -subj "/CN=proxyrules-e2e-ca"
+# cert NAME SUBJECT [SAN]: a key and a certificate signed by the CA
+cert() {
+	local name=$1 subj=$2 san=${3:-} ext="$PKI/$1.ext"
+	{
+		echo "basicConstraints=CA:FALSE"
+		echo "keyUsage=critical,digitalSignature,keyEncipherment"
+		if [[ -n $san ]]; then
+			echo "extendedKeyUsage=serverAuth"
+			echo "subjectAltName=$san"
+		else
+			echo "extendedKeyUsage=clientAuth"
+		fi
+	} >"$ext"
+	ossl req -newkey rsa:2048 -nodes -keyout "$PKI/$name.key" -out "$PKI/$name.csr" -subj "$subj"
+	ossl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+		-out "$PKI/$name.crt" -days 2 -extfile "$ext"
+}
+cert apiserver "/CN=kube-apiserver" \
+	"IP:$BRIDGE_IP,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+cert admin "/O=system:masters/CN=kubernetes-admin"
+cert kube-proxy "/CN=system:kube-proxy"
+cert kwok "/O=system:masters/CN=kwok"
+cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+san="DNS:localhost"
+for n in "${NODES[@]}"; do san+=",DNS:$n,IP:${NODE_IP[$n]}"; done
+cert kubelet "/CN=kwok-kubelet" "$san"
+ossl genrsa -out "$PKI/sa.key" 2048
+ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
+chmod 600 "$PKI"/*.key
+
+kubeconfig() { # kubeconfig FILE USER
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority: $PKI/ca.crt
+    server: $SERVER
+  name: proxyrules-e2e
+contexts:
+- context:
+    cluster: proxyrules-e2e
+    user: $2
+  name: $2@proxyrules-e2e
+current-context: $2@proxyrules-e2e
+users:
+- name: $2
+  user:
+    client-certificate: $PKI/$2.crt
+    client-key: $PKI/$2.key
+EOF
+	chmod 600 "$1"
+	record kubeconfig "$1"
+}
+kubeconfig "$ADMIN_KUBECONFIG" admin
+kubeconfig "$RUN/kube-proxy.kubeconfig" kube-proxy
+kubeconfig "$RUN/kwok.kubeconfig" kwok
+kc() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+
+# --- network: a bridge on the host, one namespace + veth per node -----------------
+ip link add "$BRIDGE" type bridge
+record link "$BRIDGE"
+ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
+ip link set "$BRIDGE" up
+for n in "${NODES[@]}"; do
+	ip netns add "$n"
+	record netns "$n"
+	ip link add "${NODE_VETH[$n]}" type veth peer name eth0 netns "$n"
+	record link "${NODE_VETH[$n]}"
+	ip link set "${NODE_VETH[$n]}" master "$BRIDGE" up
+	ip -n "$n" addr add "${NODE_IP[$n]}/24" dev eth0
+	ip -n "$n" link set lo up
+	ip -n "$n" link set eth0 up
+done
+# No default route in the namespaces: nothing they send can leave the /24.
+
+# --- etcd and kube-apiserver on the host --------------------------------------------
+mkdir -p "$RUN/etcd"
+start_daemon etcd "$LOGS/etcd.log" "$ETCD_BIN/etcd" --name e2e --data-dir "$RUN/etcd" \
+	--listen-client-urls "http://$ETCD_CLIENT" --advertise-client-urls "http://$ETCD_CLIENT" \
+	--listen-peer-urls "http://$ETCD_PEER" --initial-advertise-peer-urls "http://$ETCD_PEER" \
+	--initial-cluster "e2e=http://$ETCD_PEER" --unsafe-no-fsync --log-level warn >/dev/null
+for ((i = 0; i < 300; i++)); do
+	curl -fsS "http://$ETCD_CLIENT/health" >/dev/null 2>&1 && break
+	alive_pid etcd >/dev/null || die "etcd exited: $(tail -5 "$LOGS/etcd.log")"
+	sleep 0.1
+done
+curl -fsS "http://$ETCD_CLIENT/health" >/dev/null || die "etcd not healthy after 30 s"
+
+start_daemon kube-apiserver "$LOGS/kube-apiserver.log" "$K8S_BIN/kube-apiserver" \
+	--etcd-servers "http://$ETCD_CLIENT" \
+	--bind-address "$BRIDGE_IP" --advertise-address "$BRIDGE_IP" --secure-port "$APISERVER_PORT" \
+	--service-cluster-ip-range "$SERVICE_CIDR" \
+	--client-ca-file "$PKI/ca.crt" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+	--service-account-issuer https://kubernetes.default.svc.cluster.local \
+	--service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+	--authorization-mode Node,RBAC --allow-privileged=true \
+	--kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+	--kubelet-certificate-authority "$PKI/ca.crt" \
+	--kubelet-preferred-address-types InternalIP,Hostname \
+	--cert-dir "$RUN/apiserver-certs" --profiling=false --v=1 >/dev/null
+for ((i = 0; i < 1200; i++)); do
+	kc get --raw /readyz >/dev/null 2>&1 && break
+	alive_pid kube-apiserver >/dev/null || die "kube-apiserver exited: $(tail -5 "$LOGS/kube-apiserver.log")"
+	sleep 0.1
+done
+kc get --raw /readyz >/dev/null 2>&1 || die "kube-apiserver not ready after 120 s"
+T_APISERVER=$SECONDS
+
+# --- cluster objects a real cluster would have --------------------------------------
+# No controller-manager runs: service accounts are created by hand.
+for ns in default kube-system; do
+	kc -n "$ns" create serviceaccount default >/dev/null 2>&1 || true
+done
+kc -n kube-system create serviceaccount kube-proxy >/dev/null
+
+node_manifest() { # as a kubelet registers itself, plus kwok's annotation
+	local n=$1
+	cat <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+    volumes.kubernetes.io/controller-managed-attach-detach: "true"
+  labels:
+    beta.kubernetes.io/arch: amd64
+    beta.kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    kubernetes.io/hostname: $n
+    kubernetes.io/os: linux
+spec:
+  podCIDR: ${NODE_POD_CIDR[$n]}
+  podCIDRs: [${NODE_POD_CIDR[$n]}]
+status:
+  addresses:
+  - {type: InternalIP, address: ${NODE_IP[$n]}}
+  - {type: Hostname, address: $n}
+  nodeInfo:
+    architecture: amd64
+    operatingSystem: linux
+    kernelVersion: $(uname -r)
+    osImage: $(. /etc/os-release 2>/dev/null && echo "\"$PRETTY_NAME\"" || echo linux)
+    containerRuntimeVersion: kwok://v0.8.0
+    kubeletVersion: $K8S_IMAGE_TAG
+    kubeProxyVersion: $K8S_IMAGE_TAG
+    bootID: ""
+    machineID: ""
+    systemUUID: ""
+EOF
+}
+
+# kube-proxy's configuration, as kubeadm writes it into the kube-system/kube-proxy
+# ConfigMap (key config.conf); the processes get the same with their own
+# kubeconfig and hostnameOverride. conntrack values of 0 leave the host's
+# conntrack sysctls alone. node-a's syncPeriod is long so that, in large-cluster
+# mode, the chains of deleted Services and endpoints linger deterministically
+# (kube-proxy cleans them up at most once per syncPeriod in that mode).
+proxy_config() { # proxy_config MODE KUBECONFIG HOSTNAME SYNCPERIOD
+	cat <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+bindAddress: 0.0.0.0
+clientConnection:
+  kubeconfig: $2
+clusterCIDR: $CLUSTER_CIDR
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpCloseWaitTimeout: 0s
+  tcpEstablishedTimeout: 0s
+detectLocalMode: ClusterCIDR
+healthzBindAddress: 127.0.0.1:10256
+hostnameOverride: "$3"
+metricsBindAddress: 127.0.0.1:10249
+mode: $1
+$1:
+  minSyncPeriod: 1s
+  syncPeriod: $4
+EOF
+}
+declare -A SYNC_PERIOD=([node-a]=1h [node-b]=30s)
+declare -A PROXY_CM=([iptables]=kube-proxy [nftables]=kube-proxy-nftables)
+proxy_objects() { # ConfigMap + DaemonSet per mode, as kubeadm writes them (nftables: a second set)
+	local mode=$1 cm=${PROXY_CM[$1]} node=$2
+	cat <<EOF
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: $cm
+  namespace: kube-system
+  labels:
+    app: kube-proxy
+data:
+  kubeconfig.conf: |-
+    apiVersion: v1
+    kind: Config
+    clusters:
+    - cluster:
+        certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+        server: $SERVER
+      name: default
+    contexts:
+    - context:
+        cluster: default
+        namespace: default
+        user: default
+      name: default
+    current-context: default
+    users:
+    - name: default
+      user:
+        tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+  config.conf: |-
+$(proxy_config "$mode" /var/lib/kube-proxy/kubeconfig.conf "" "${SYNC_PERIOD[$node]}" | sed 's/^/    /')
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  labels:
+    k8s-app: kube-proxy
+  name: $cm
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels:
+      k8s-app: kube-proxy
+      proxyrules.e2e/proxy-mode: $mode
+  updateStrategy:
+    type: RollingUpdate
+  template:
+    metadata:
+      labels:
+        k8s-app: kube-proxy
+        proxyrules.e2e/proxy-mode: $mode
+    spec:
+$(proxy_pod_spec "$cm" | sed 's/^/      /')
+      nodeSelector:
+        kubernetes.io/os: linux
+        kubernetes.io/hostname: $node
+EOF
+}
+proxy_pod_spec() {
+	cat <<EOF
+priorityClassName: system-node-critical
+containers:
+- name: kube-proxy
+  image: registry.k8s.io/kube-proxy:$K8S_IMAGE_TAG
+  imagePullPolicy: IfNotPresent
+  command:
+  - /usr/local/bin/kube-proxy
+  - --config=/var/lib/kube-proxy/config.conf
+  - --hostname-override=\$(NODE_NAME)
+  securityContext:
+    privileged: true
+  volumeMounts:
+  - mountPath: /var/lib/kube-proxy
+    name: kube-proxy
+  - mountPath: /run/xtables.lock
+    name: xtables-lock
+    readOnly: false
+  - mountPath: /lib/modules
+    name: lib-modules
+    readOnly: true
+  env:
+  - name: NODE_NAME
+    valueFrom:
+      fieldRef:
+        fieldPath: spec.nodeName
+hostNetwork: true
+serviceAccountName: kube-proxy
+volumes:
+- name: kube-proxy
+  configMap:
+    name: $1
+- name: xtables-lock
+  hostPath:
+    path: /run/xtables.lock
+    type: FileOrCreate
+- name: lib-modules
+  hostPath:
+    path: /lib/modules
+tolerations:
+- operator: Exists
+EOF
+}
+
+kubeadm_rbac() { # what kubeadm grants kube-proxy (phases/addons/proxy)
+	cat <<EOF
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kubeadm:node-proxier
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:node-proxier
+subjects:
+- kind: ServiceAccount
+  name: kube-proxy
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: kube-proxy
+  namespace: kube-system
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: [kube-proxy]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: kube-proxy
+  namespace: kube-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: kube-proxy
+subjects:
+- kind: Group
+  name: system:bootstrappers:kubeadm:default-node-token
+EOF
+}
+
+{
+	for n in "${NODES[@]}"; do echo "---"; node_manifest "$n"; done
+	for n in "${NODES[@]}"; do proxy_objects "${NODE_MODE[$n]}" "$n"; done
+	kubeadm_rbac
+} >"$RUN/cluster-objects.yaml"
+kc create -f "$RUN/cluster-objects.yaml" >/dev/null
+
+# The DaemonSets' pods, as the (absent) DaemonSet controller would create them.
+for n in "${NODES[@]}"; do
+	mode=${NODE_MODE[$n]} cm=${PROXY_CM[${NODE_MODE[$n]}]}
+	uid=$(kc -n kube-system get daemonset "$cm" -o 'jsonpath={.metadata.uid}')
+	cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  generateName: kube-proxy-
+  namespace: kube-system
+  labels:
+    k8s-app: kube-proxy
+    controller-revision-hash: 6b8f5c7d9
+    pod-template-generation: "1"
+    proxyrules.e2e/proxy-mode: $mode
+  ownerReferences:
+  - apiVersion: apps/v1
+    kind: DaemonSet
+    name: $cm
+    uid: $uid
+    controller: true
+    blockOwnerDeletion: true
+spec:
+  nodeName: $n
+$(proxy_pod_spec "$cm" | sed 's/^/  /')
+EOF
+done >"$RUN/kube-proxy-pods.yaml"
+
+# --- kwok, the kubelet: one per node, inside the node's network namespace and its
+# own UTS namespace (hostname = node name), so exec and port-forward land there.
+cat >"$RUN/kwok-exec.yaml" <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: node-network
+spec:
+  execs:
+  - local:
+      workDir: /
+      envs:
+      - name: PATH
+        value: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterPortForward
+metadata:
+  name: kube-proxy-ports
+spec:
+  forwards:
+  - ports: [10249]
+    target: {port: 10249, address: 127.0.0.1}
+  - ports: [10256]
+    target: {port: 10256, address: 127.0.0.1}
+EOF
+for n in "${NODES[@]}"; do
+	start_daemon "kwok-$n" "$LOGS/kwok-$n.log" ip netns exec "$n" unshare --uts -- \
+		sh -c 'hostname "$0" && exec "$@"' "$n" \
+		"$KWOK_BIN/kwok" --kubeconfig "$RUN/kwok.kubeconfig" \
+		--config "$E2E_ROOT/hack/e2e/kwok/stages.yaml" --config "$RUN/kwok-exec.yaml" \
+		--manage-single-node "$n" --node-name "$n" --node-ip "${NODE_IP[$n]}" --node-port 10250 \
+		--server-address "${NODE_IP[$n]}:10250" \
+		--tls-cert-file "$PKI/kubelet.crt" --tls-private-key-file "$PKI/kubelet.key" >/dev/null
+done
+for n in "${NODES[@]}"; do
+	for ((i = 0; i < 600; i++)); do
+		[[ $(kc get node "$n" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]] && break
+		alive_pid "kwok-$n" >/dev/null || die "kwok on $n exited: $(tail -5 "$LOGS/kwok-$n.log")"
+		sleep 0.1
+	done
+	[[ $(kc get node "$n" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
+		die "node $n not Ready after 60 s (kwok log: $LOGS/kwok-$n.log)"
+done
+kc create -f "$RUN/kube-proxy-pods.yaml" >/dev/null
+# ... and the status that controller would report.
+for ds in "${PROXY_CM[@]}"; do
+	kc -n kube-system patch daemonset "$ds" --subresource=status --type=merge -p '{"status":{"currentNumberScheduled":1,"desiredNumberScheduled":1,"numberAvailable":1,"numberMisscheduled":0,"numberReady":1,"updatedNumberScheduled":1,"observedGeneration":1}}' >/dev/null
+done
+
+# --- kube-proxy on each node ----------------------------------------------------
+for n in "${NODES[@]}"; do
+	mkdir -p "$RUN/$n"
+	proxy_config "${NODE_MODE[$n]}" "$RUN/kube-proxy.kubeconfig" "$n" "${SYNC_PERIOD[$n]}" |
+		write_if_changed "$RUN/$n/kube-proxy.yaml"
+	start_daemon "kube-proxy-$n" "$LOGS/kube-proxy-$n.log" \
+		ip netns exec "$n" "$K8S_BIN/kube-proxy" --config "$RUN/$n/kube-proxy.yaml" --v=2 >/dev/null
+done
+metric() { # metric NODE NAME: the value of the IPv4 sample of NAME, or nothing
+	ip netns exec "$1" curl -fsS --max-time 2 http://127.0.0.1:10249/metrics 2>/dev/null |
+		awk -v m="$2" '$1 ~ "^"m"\\{" && $1 ~ /ip_family="IPv4"/ { print $2; exit }' || true
+}
+for n in "${NODES[@]}"; do
+	for ((i = 0; i < 600; i++)); do
+		ts=$(metric "$n" kubeproxy_sync_proxy_rules_last_timestamp_seconds)
+		[[ -n $ts && $ts != 0 ]] && break
+		alive_pid "kube-proxy-$n" >/dev/null || die "kube-proxy on $n exited: $(tail -5 "$LOGS/kube-proxy-$n.log")"
+		sleep 0.1
+	done
+	[[ -n $ts && $ts != 0 ]] || die "kube-proxy on $n did not sync within 60 s ($LOGS/kube-proxy-$n.log)"
+done
+
+cat >"$RUN/env" <<EOF
+KUBECONFIG=$ADMIN_KUBECONFIG
+E2E_K8S_BIN=$K8S_BIN
+E2E_ETCD_BIN=$ETCD_BIN
+E2E_KWOK_BIN=$KWOK_BIN
+E2E_RUN=$RUN
+E2E_LOGS=$LOGS
+E2E_SUBNET=$E2E_SUBNET
+E2E_BRIDGE=$BRIDGE
+E2E_APISERVER=$SERVER
+E2E_NODES=${NODES[*]}
+EOF
+failed=0
+log "cluster up in $((SECONDS - T0))s (build/cache check $((T_BUILT - T0))s, apiserver ready at $((T_APISERVER - T0))s); KUBECONFIG=$ADMIN_KUBECONFIG"
+echo "$RUN/env"
