@@ -226,3 +226,30 @@ func ParseNFTName(full string) (n NFTName, ok bool) {
 	}
 	return n, true
 }
+
+// ChainsOfService lists the iptables chains kube-proxy may write for a
+// Service's ports: KUBE-SVC/SVL/EXT/FW per port and KUBE-SEP per endpoint
+// its EndpointSlices hold, in a stable order. The names come from the API
+// objects alone, so a reader can fetch exactly these chains from a node
+// instead of the whole table.
+func ChainsOfService(sps []*ServicePort) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	for _, sp := range sps {
+		spn, proto := sp.String(), sp.Proto()
+		h := PortProtoHash(spn, proto)
+		for _, prefix := range []string{PrefixService, PrefixLocal, PrefixExternal, PrefixFirewall} {
+			add(prefix + h)
+		}
+		for i := range sp.Endpoints {
+			add(EndpointChain(spn, proto, sp.Endpoints[i].String()))
+		}
+	}
+	return out
+}

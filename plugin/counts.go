@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -21,7 +22,7 @@ const countsExample = `  # kube-proxy's rule-count metrics against the rules rea
   %[1]s counts --from-dump v4.txt --from-metrics metrics.txt --at 2026-11-29T03:12:00Z -o json`
 
 // NewCmdCounts builds `counts`.
-func NewCmdCounts(name string, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdCounts(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "counts --from-dump FILE --from-metrics FILE [--from-objects FILE]",
@@ -51,7 +52,7 @@ Use it when kube-proxy looks alive but the rules look wrong or old.`,
 			return renderCounts(o.Out, o.term, rep)
 		},
 	}
-	o.addFlags(cmd)
+	o.addFlags(cmd, kube)
 	o.addAtFlag(cmd)
 	return cmd
 }

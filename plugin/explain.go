@@ -59,7 +59,7 @@ Use it first when a Service "gets no traffic" on a node.`,
 			return o.Run()
 		},
 	}
-	o.Sources.AddFlags(cmd.Flags())
+	o.Sources.AddFlags(cmd, kube)
 	cmd.Flags().StringVar(&o.Port, "port", "", "only this port (name or number)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, json or yaml")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
@@ -68,7 +68,7 @@ Use it first when a Service "gets no traffic" on a node.`,
 
 // Complete reads svc/NAME and the namespace.
 func (o *ExplainOptions) Complete(args []string) error {
-	o.Sources.In = o.In
+	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
 	ref := args[0]
 	if kind, name, ok := strings.Cut(ref, "/"); ok {
 		switch strings.ToLower(kind) {
@@ -83,6 +83,7 @@ func (o *ExplainOptions) Complete(args []string) error {
 	if o.kube != nil && o.kube.Namespace != nil && *o.kube.Namespace != "" {
 		o.namespace = *o.kube.Namespace
 	}
+	o.Sources.ServiceNamespace, o.Sources.ServiceName = o.namespace, o.name
 	t, err := NewTerminal(o.Out, o.Color)
 	o.term = t
 	return err
@@ -102,7 +103,7 @@ func (o *ExplainOptions) Validate() error {
 	if err := o.Sources.Validate(); err != nil {
 		return err
 	}
-	if len(o.Sources.Objects) == 0 {
+	if len(o.Sources.Objects) == 0 && len(o.Sources.Dumps) > 0 {
 		return fmt.Errorf("explain needs the Services and EndpointSlices: pass --from-objects (kubectl get services,endpointslices -A -o json)")
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -41,7 +42,7 @@ const mapExample = `  # Which Service owns each chain of a saved dump?
   nft -j list ruleset | %[1]s map --from-dump - --from-objects objects.json -o json`
 
 // NewCmdMap builds `map`.
-func NewCmdMap(name string, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdMap(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := NewMapOptions(streams)
 	cmd := &cobra.Command{
 		Use:   "map --from-dump FILE [--from-objects FILE] [--node NAME]",
@@ -65,7 +66,7 @@ to you, or to find chains that no current Service or endpoint owns.`,
 			return o.Run()
 		},
 	}
-	o.Sources.AddFlags(cmd.Flags())
+	o.Sources.AddFlags(cmd, kube)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, wide, json or yaml")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
 	return cmd
@@ -73,7 +74,7 @@ to you, or to find chains that no current Service or endpoint owns.`,
 
 // Complete fills derived fields.
 func (o *MapOptions) Complete() error {
-	o.Sources.In = o.In
+	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
 	t, err := NewTerminal(o.Out, o.Color)
 	if err != nil {
 		return err

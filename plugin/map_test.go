@@ -138,7 +138,7 @@ func TestMapErrors(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{"no dump", "", []string{"map"}, "no ruleset given"},
+		{"no dump", "", []string{"map"}, "which node?"},
 		{"bad output", "", []string{"map", "--from-dump", smallFixture + "iptables/save-nft-ipv4.txt", "-o", "xml"}, "-o must be one of"},
 		{"bad color", "", []string{"map", "--from-dump", smallFixture + "iptables/save-nft-ipv4.txt", "--color", "blue"}, "--color must be one of"},
 		{"missing file", "", []string{"map", "--from-dump", "/nonexistent/dump"}, "no such file"},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -20,7 +21,7 @@ const masqExample = `  # The masquerade mark kube-proxy programmed, and what els
   %[1]s masq --from-dump ruleset.json --from-config kube-proxy-cm.yaml -o json`
 
 // NewCmdMasq builds `masq`.
-func NewCmdMasq(name string, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdMasq(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "masq --from-dump FILE [--from-config FILE]",
@@ -53,7 +54,7 @@ source address, typically after installing another CNI or network agent.`,
 			return renderMasq(o.Out, o.term, rep.Families)
 		},
 	}
-	o.addFlags(cmd)
+	o.addFlags(cmd, kube)
 	return cmd
 }
 
@@ -82,8 +83,8 @@ func (o *simpleOptions) addAtFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
 }
 
-func (o *simpleOptions) addFlags(cmd *cobra.Command) {
-	o.Sources.AddFlags(cmd.Flags())
+func (o *simpleOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
+	o.Sources.AddFlags(cmd, kube)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, json or yaml")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
 }
@@ -92,7 +93,7 @@ func (o *simpleOptions) machine() bool { return o.Output == "json" || o.Output =
 
 // load completes and validates the options, then reads the inputs.
 func (o *simpleOptions) load() (*Loaded, error) {
-	o.Sources.In = o.In
+	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
 	t, err := NewTerminal(o.Out, o.Color)
 	if err != nil {
 		return nil, err

@@ -64,16 +64,18 @@ kubectl; the rarer ones (--server, --token, --as, ...) are accepted too.`,
 	root.SetVersionTemplate("{{.DisplayName}} {{.Version}}\n")
 	kube, cluster := AddKubectlFlags(root)
 
-	root.AddCommand(NewCmdMap(name, streams))
+	root.AddCommand(NewCmdMap(name, streams, kube))
 	explainCmd := NewCmdExplain(name, streams, kube)
 	if explainCmd.ValidArgsFunction == nil {
 		explainCmd.ValidArgsFunction = ServiceArgCompletion(cluster) // svc/<TAB>
 	}
 	root.AddCommand(explainCmd)
-	root.AddCommand(NewCmdStale(name, streams))
-	root.AddCommand(NewCmdMasq(name, streams))
-	root.AddCommand(NewCmdCounts(name, streams))
-	root.AddCommand(NewCmdTriage(name, streams))
+	root.AddCommand(NewCmdStale(name, streams, kube))
+	root.AddCommand(NewCmdMasq(name, streams, kube))
+	root.AddCommand(NewCmdCounts(name, streams, kube))
+	root.AddCommand(NewCmdTriage(name, streams, kube))
+	root.AddCommand(NewCmdCollect(name, streams, kube))
+	root.AddCommand(NewCmdCleanup(name, streams, kube))
 	root.AddCommand(NewCmdVersion(name, streams))
 
 	// --node completes node names from the cluster, on every command.

@@ -2,43 +2,119 @@ package plugin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
-// SourceOptions are the offline inputs every command reads: saved dumps,
-// API objects and metrics. Formats are detected, not declared.
+// SourceOptions are the inputs every command reads: a node read live
+// through a debug pod (--node alone), a bundle written by `collect`, or
+// saved dumps, API objects and metrics. Formats are detected, not declared.
 type SourceOptions struct {
 	Dumps   []string
 	Objects []string
 	Metrics []string
 	Config  []string
+	Bundles []string
 	Node    string
+	Live    LiveOptions
 
-	In io.Reader // stdin, for "-"
+	In     io.Reader // stdin, for "-"
+	ErrOut io.Writer // progress and warnings
+
+	// ServiceNamespace/ServiceName, set by explain, let a live read fetch
+	// only that Service's chains where that is faster.
+	ServiceNamespace, ServiceName string
+
+	kube *genericclioptions.ConfigFlags
+	cmd  *cobra.Command
+	// Collected is the manifest of the bundle read (live or --from-bundle).
+	Collected *collect.Manifest
 }
 
-// AddFlags registers --from-dump, --from-objects and --node.
-func (o *SourceOptions) AddFlags(fs *pflag.FlagSet) {
+// LiveOptions are the flags of live collection.
+type LiveOptions struct {
+	Via            string
+	Image          string
+	DebugNamespace string
+	StartTimeout   time.Duration
+	Deadline       time.Duration
+	Reader         string
+}
+
+// AddFlags registers the input flags on cmd; kube selects the cluster for
+// live collection.
+func (o *SourceOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
+	o.cmd, o.kube = cmd, kube
+	fs := cmd.Flags()
+	fs.StringVar(&o.Node, "node", "", "the node to read, live through a short-lived debug pod; with --from-dump, the node the dump comes from (traffic policies depend on it)")
+	fs.StringArrayVar(&o.Bundles, "from-bundle", nil, "read a bundle written by "collect -d" (a folder or .tar.gz) instead of the cluster")
 	fs.StringArrayVar(&o.Dumps, "from-dump", nil, "read a saved ruleset (iptables-save, ip6tables-save, nft list ruleset, nft -j list ruleset, knftables dump) or kube-proxy metrics; repeatable; - reads stdin")
 	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
-	fs.StringVar(&o.Node, "node", "", "the node the dump comes from (traffic policies depend on it)")
 	fs.StringArrayVar(&o.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
 	fs.StringArrayVar(&o.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")
+	o.Live.AddFlags(cmd)
+}
+
+// AddFlags registers the live collection flags.
+func (l *LiveOptions) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&l.Via, "via", collect.ViaAuto, "how to reach the node: debug-pod (a short-lived pod on the node), kube-proxy (exec into its kube-proxy pod), or auto (what your RBAC allows, preferring the debug pod)")
+	fs.StringVar(&l.Image, "image", "", "debug pod image (needs sleep, iptables and nft); default: the node's own kube-proxy image, already cached there")
+	fs.StringVar(&l.DebugNamespace, "debug-namespace", "default", "namespace of the debug pod (Pod Security must allow the privileged level there)")
+	fs.DurationVar(&l.StartTimeout, "pod-timeout", 2*time.Minute, "how long to wait for the debug pod to run")
+	fs.DurationVar(&l.Deadline, "pod-deadline", 10*time.Minute, "activeDeadlineSeconds of the debug pod: the kubelet stops it after this even if the plugin is killed")
+	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read iptables-nft tables in full: auto (nft list table: fast, no rule comments) or save (iptables-nft-save: comments, minutes on big nodes)")
+	_ = cmd.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("reader", cobra.FixedCompletions([]string{collect.ReaderAuto, collect.ReaderSave}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// Validate checks the live collection flags.
+func (l *LiveOptions) Validate() error {
+	switch l.Via {
+	case collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy:
+	default:
+		return fmt.Errorf("--via must be auto, debug-pod or kube-proxy, not %q", l.Via)
+	}
+	switch l.Reader {
+	case collect.ReaderAuto, collect.ReaderSave:
+	default:
+		return fmt.Errorf("--reader must be auto or save, not %q", l.Reader)
+	}
+	if l.Deadline < 30*time.Second {
+		return fmt.Errorf("--pod-deadline must be at least 30s")
+	}
+	return nil
+}
+
+// live says whether the node is read through the cluster.
+func (o *SourceOptions) live() bool {
+	return len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node != ""
 }
 
 // Validate checks the flags.
 func (o *SourceOptions) Validate() error {
-	if len(o.Dumps) == 0 {
-		return fmt.Errorf("no ruleset given: pass --from-dump FILE (live collection with --node alone is not available yet)")
+	if len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" {
+		return fmt.Errorf("which node? Pass --node NAME to read it through the cluster, or --from-bundle DIR / --from-dump FILE to read a saved one")
+	}
+	if len(o.Dumps) > 0 && len(o.Bundles) > 0 {
+		return fmt.Errorf("--from-dump and --from-bundle do not mix: a bundle holds its own dumps")
+	}
+	if err := o.Live.Validate(); err != nil {
+		return err
 	}
 	stdin := 0
 	for _, d := range append(append(append(append([]string{}, o.Dumps...), o.Objects...), o.Metrics...), o.Config...) {
@@ -75,8 +151,128 @@ func (o *SourceOptions) open(name string) (io.ReadCloser, string, error) {
 	return f, name, nil
 }
 
-// Load reads every source.
+// Load reads every source: the node through the cluster when --node
+// comes alone, else the bundles and files given.
 func (o *SourceOptions) Load() (*Loaded, error) {
+	bundles := o.Bundles
+	if o.live() {
+		dir, err := os.MkdirTemp("", "proxyrules-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		if _, err := o.Collect(dir); err != nil {
+			return nil, err
+		}
+		bundles = []string{dir}
+	}
+	// The bundles' files join the files given, in a copy: Load can run again.
+	src := *o
+	src.Dumps, src.Metrics, src.Config, src.Objects = clip(o.Dumps), clip(o.Metrics), clip(o.Config), clip(o.Objects)
+	userObjects := len(o.Objects) > 0
+	for _, name := range bundles {
+		b, err := collect.OpenBundle(name)
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		src.addBundle(b, userObjects)
+	}
+	o.Collected = src.Collected
+	if o.Node == "" {
+		o.Node = src.Node
+	}
+	return src.load()
+}
+
+func clip(s []string) []string { return s[:len(s):len(s)] }
+
+// addBundle adds a bundle's files to the inputs. Objects given with
+// --from-objects win over the bundle's.
+func (o *SourceOptions) addBundle(b *collect.Bundle, userObjects bool) {
+	m := b.Manifest
+	o.Collected = &m
+	if o.Node == "" {
+		o.Node = m.Node
+	}
+	for _, f := range m.Files {
+		if f.Bytes == 0 {
+			continue
+		}
+		switch f.Kind {
+		case collect.KindRuleset:
+			o.Dumps = append(o.Dumps, b.Path(f))
+		case collect.KindMetrics:
+			o.Metrics = append(o.Metrics, b.Path(f))
+		case collect.KindConfig:
+			o.Config = append(o.Config, b.Path(f))
+		case collect.KindObjects:
+			if !userObjects {
+				o.Objects = append(o.Objects, b.Path(f))
+			}
+		}
+	}
+}
+
+// Context is the command's context: cancelled on Ctrl-C (see cmd main).
+func (o *SourceOptions) Context() context.Context {
+	if o.cmd != nil && o.cmd.Context() != nil {
+		return o.cmd.Context()
+	}
+	return context.Background()
+}
+
+// Collect reads the node (--node) through the cluster into dir.
+func (o *SourceOptions) Collect(dir string) (*collect.Manifest, error) {
+	if o.kube == nil {
+		return nil, fmt.Errorf("no cluster access configured")
+	}
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the cluster: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	errOut := o.ErrOut
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+	progress := &collect.Progress{Warn: errOut, Started: time.Now()}
+	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		progress.W = errOut
+	}
+	var objs *correlate.Objects
+	if len(o.Objects) > 0 {
+		// --from-objects with --node: the saved objects, the live rules.
+		objs = &correlate.Objects{}
+		for _, name := range o.Objects {
+			rc, src, err := o.open(name)
+			if err != nil {
+				return nil, err
+			}
+			more, err := correlate.ReadObjects(rc, src)
+			rc.Close()
+			if err != nil {
+				return nil, err
+			}
+			objs.Add(more)
+		}
+	}
+	c := &collect.Collector{
+		Client: client, Runner: &collect.RemoteRunner{Config: cfg, Client: client}, Progress: progress, Dir: dir,
+		Options: collect.Options{
+			Node: o.Node, Via: o.Live.Via, Image: o.Live.Image, DebugNamespace: o.Live.DebugNamespace,
+			StartTimeout: o.Live.StartTimeout, Deadline: o.Live.Deadline, Reader: o.Live.Reader,
+			ServiceNamespace: o.ServiceNamespace, ServiceName: o.ServiceName, Objects: objs,
+		},
+	}
+	return c.Collect(o.Context())
+}
+
+// load reads the files.
+func (o *SourceOptions) load() (*Loaded, error) {
 	l := &Loaded{Ruleset: &inspect.Ruleset{}}
 	for _, name := range o.Dumps {
 		rc, src, err := o.open(name)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -30,7 +31,7 @@ const staleExample = `  # Chains and map entries no current Service owns, and wh
   %[1]s stale --from-dump ruleset.json --from-objects objects.json -o json`
 
 // NewCmdStale builds `stale`.
-func NewCmdStale(name string, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdStale(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &StaleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "stale --from-dump FILE --from-objects FILE [--node NAME]",
@@ -48,7 +49,7 @@ Use it when a dump shows chains you cannot place, or after deleting Services.`,
 		Example: fmt.Sprintf(staleExample, name),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Sources.In = o.In
+			o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
 			t, err := NewTerminal(o.Out, o.Color)
 			if err != nil {
 				return err
@@ -63,7 +64,7 @@ Use it when a dump shows chains you cannot place, or after deleting Services.`,
 			return o.Run()
 		},
 	}
-	o.Sources.AddFlags(cmd.Flags())
+	o.Sources.AddFlags(cmd, kube)
 	cmd.Flags().DurationVar(&o.SyncPeriod, "sync-period", 0, "kube-proxy's syncPeriod, when not 30s and no --from-config says it")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, wide, json or yaml")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -44,7 +45,7 @@ const triageExample = `  # Everything about one node, most severe first
   %[1]s triage --from-dump ruleset.json --from-objects objects.json -o json > report.json; echo $?`
 
 // NewCmdTriage builds `triage`.
-func NewCmdTriage(name string, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdTriage(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
 		Use:   "triage --from-dump FILE [--from-objects FILE] [--from-metrics FILE] [--from-config FILE] [--node NAME]",
@@ -82,7 +83,7 @@ Use it first, at 3 a.m., when a Service on a node does not get traffic.`,
 			return nil
 		},
 	}
-	o.addFlags(cmd)
+	o.addFlags(cmd, kube)
 	o.addAtFlag(cmd)
 	return cmd
 }

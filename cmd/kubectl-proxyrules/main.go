@@ -2,8 +2,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -12,9 +15,22 @@ import (
 
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	if err := plugin.NewCmdRoot(streams).Execute(); err != nil {
+	// Ctrl-C or SIGTERM cancels the command, which then deletes its debug
+	// pod before exiting; a second signal exits at once (the pod's
+	// activeDeadlineSeconds still stops it).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	err := plugin.NewCmdRoot(streams).ExecuteContext(ctx)
+	if err != nil {
 		if code, ok := plugin.IsExitError(err); ok {
 			os.Exit(code) // the report says why
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "interrupted")
+			os.Exit(130)
 		}
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(plugin.ExitCouldNotRun)

@@ -1,0 +1,190 @@
+// Package collect reads a node's rules and kube-proxy's endpoints through a
+// short-lived debug pod (or kube-proxy's own pod), and writes them, with the
+// API objects they are joined with, into a bundle that every command reads.
+//
+// On a node the plugin only reads: every command it can run there is built
+// by this file's constructors and checked by Allowed before it is executed.
+package collect
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// A NodeCommand is one read-only command the plugin runs on a node. ID names
+// its output in a bundle ("iptables-nft-save", "nft-ip-kube-proxy", ...).
+type NodeCommand struct {
+	ID   string
+	Argv []string
+	// Kind says what the output is: KindRuleset (a dump every parser
+	// reads), KindChains (iptables -S of single chains), or KindInfo.
+	Kind string
+	// BigStack raises the stack limit first: iptables-nft-save of a large
+	// nat table overflows the default 8 MB stack (it recurses per rule).
+	BigStack bool
+}
+
+// Kinds of output.
+const (
+	KindRuleset = "ruleset"
+	KindChains  = "chains"
+	KindInfo    = "info"
+)
+
+// The programs the plugin may run on a node, all of which only read when
+// given the arguments Allowed accepts.
+var savePrograms = map[string]bool{
+	"iptables-save": true, "ip6tables-save": true,
+	"iptables-nft-save": true, "ip6tables-nft-save": true,
+	"iptables-legacy-save": true, "ip6tables-legacy-save": true,
+}
+
+var listPrograms = map[string]bool{
+	"iptables": true, "ip6tables": true,
+	"iptables-nft": true, "ip6tables-nft": true,
+	"iptables-legacy": true, "ip6tables-legacy": true,
+}
+
+var (
+	chainName  = regexp.MustCompile(`^KUBE-[A-Z0-9-]{1,24}$`)
+	nftObject  = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,255}$`)
+	nftFamily  = map[string]bool{"ip": true, "ip6": true, "inet": true}
+	iptTables  = map[string]bool{"nat": true, "filter": true, "mangle": true}
+	nftTables  = map[string]bool{"kube-proxy": true, "nat": true, "filter": true, "mangle": true}
+	validateID = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,80}$`)
+)
+
+// Allowed says whether argv is one of the read-only commands the plugin may
+// run, and why not otherwise. It is the only gate to a node: the executor
+// refuses anything it rejects.
+func Allowed(argv []string) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("empty command")
+	}
+	prog, args := argv[0], argv[1:]
+	bad := func() error { return fmt.Errorf("not a read-only command the plugin may run: %q", strings.Join(argv, " ")) }
+	switch {
+	case savePrograms[prog]:
+		// iptables-save [-t TABLE]
+		switch len(args) {
+		case 0:
+			return nil
+		case 2:
+			if args[0] == "-t" && iptTables[args[1]] {
+				return nil
+			}
+		}
+		return bad()
+	case listPrograms[prog]:
+		// iptables -V | iptables -t TABLE -S CHAIN
+		if len(args) == 1 && args[0] == "-V" {
+			return nil
+		}
+		if len(args) == 4 && args[0] == "-t" && iptTables[args[1]] && args[2] == "-S" && chainName.MatchString(args[3]) {
+			return nil
+		}
+		return bad()
+	case prog == "nft":
+		// nft --version | nft list tables | nft [-j] list ruleset |
+		// nft [-j] list table FAMILY NAME | nft [-j] list chain FAMILY TABLE NAME
+		if len(args) == 1 && args[0] == "--version" {
+			return nil
+		}
+		if len(args) > 0 && args[0] == "-j" {
+			args = args[1:]
+		}
+		if len(args) < 2 || args[0] != "list" {
+			return bad()
+		}
+		switch {
+		case len(args) == 2 && (args[1] == "ruleset" || args[1] == "tables"):
+			return nil
+		case len(args) == 4 && args[1] == "table" && nftFamily[args[2]] && nftTables[args[3]]:
+			return nil
+		case len(args) == 5 && args[1] == "chain" && nftFamily[args[2]] && nftTables[args[3]] && nftObject.MatchString(args[4]):
+			return nil
+		}
+		return bad()
+	}
+	return bad()
+}
+
+// Save is "iptables-save" (or a backend's own variant) of all tables.
+func Save(program string) NodeCommand {
+	return NodeCommand{ID: program, Argv: []string{program}, Kind: KindRuleset, BigStack: true}
+}
+
+// NFTTable lists one nftables table, as JSON or text.
+func NFTTable(family, table string, json bool) NodeCommand {
+	argv := []string{"nft", "list", "table", family, table}
+	id := "nft-" + family + "-" + table
+	if json {
+		argv = []string{"nft", "-j", "list", "table", family, table}
+		id += ".json"
+	}
+	return NodeCommand{ID: id, Argv: argv, Kind: KindRuleset}
+}
+
+// NFTTables lists the tables (names only): cheap, and tells nftables mode
+// (table ip kube-proxy) and iptables-nft (table ip nat) apart.
+func NFTTables() NodeCommand {
+	return NodeCommand{ID: "nft-tables", Argv: []string{"nft", "list", "tables"}, Kind: KindInfo}
+}
+
+// IPTablesVersion is "iptables -V": it names the backend the node's wrapper
+// chose, "(nf_tables)" or "(legacy)".
+func IPTablesVersion(program string) NodeCommand {
+	return NodeCommand{ID: program + "-version", Argv: []string{program, "-V"}, Kind: KindInfo}
+}
+
+// ListChain is "iptables -t TABLE -S CHAIN": one chain, fast on both
+// backends where a full save of a big table takes minutes.
+func ListChain(program, table, chain string) NodeCommand {
+	return NodeCommand{ID: program + "-" + table + "-" + chain, Argv: []string{program, "-t", table, "-S", chain}, Kind: KindChains}
+}
+
+// Check validates a command before it is run: an allowed argv and a safe ID.
+func (c NodeCommand) Check() error {
+	if !validateID.MatchString(c.ID) {
+		return fmt.Errorf("bad output name %q", c.ID)
+	}
+	return Allowed(c.Argv)
+}
+
+// shellQuote quotes s for sh. Allowed arguments never need it, but the
+// script does not rely on that.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Script runs several allowed commands in one exec (one round trip instead
+// of one per chain). Each output is framed by marker lines carrying a nonce,
+// so no rule text can fake a frame, and the exit status of each command is
+// reported in its end marker; error messages go to the exec's stderr. Only
+// commands that pass Check are accepted;
+// the shell text around them is fixed.
+func Script(cmds []NodeCommand, nonce string) ([]string, error) {
+	if !regexp.MustCompile(`^[a-z0-9]{8,32}$`).MatchString(nonce) {
+		return nil, fmt.Errorf("bad nonce %q", nonce)
+	}
+	var b strings.Builder
+	for i, c := range cmds {
+		if err := c.Check(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "echo '%s %s begin %d'\n", markerPrefix, nonce, i)
+		var q []string
+		for _, a := range c.Argv {
+			q = append(q, shellQuote(a))
+		}
+		run := strings.Join(q, " ")
+		if c.BigStack {
+			run = "(ulimit -s unlimited 2>/dev/null; exec " + run + ")"
+		}
+		fmt.Fprintf(&b, "%s\necho \"\n%s %s end %d rc=$?\"\n", run, markerPrefix, nonce, i)
+	}
+	return []string{"sh", "-c", b.String()}, nil
+}
+
+const markerPrefix = "### kubectl-proxyrules"

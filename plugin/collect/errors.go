@@ -1,0 +1,101 @@
+package collect
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// RBACFile is the manifest shipped with the project that grants what the
+// plugin needs; errors point to it.
+const RBACFile = "deploy/rbac.yaml"
+
+// Forbidden explains a refusal by the API server: which verb on which
+// resource the user lacks, and what grants it.
+type Forbidden struct {
+	Verb, Resource, Namespace string
+	Why                       string // what the plugin wanted it for
+	Hint                      string
+	Err                       error
+}
+
+func (e *Forbidden) Error() string {
+	where := "cluster-wide"
+	if e.Namespace != "" {
+		where = "in namespace " + e.Namespace
+	}
+	msg := fmt.Sprintf("not allowed to %s %s %s (RBAC: verb %q on %q)", e.Verb, e.Resource, where, e.Verb, e.Resource)
+	if e.Why != "" {
+		msg += ", needed to " + e.Why
+	}
+	msg += ". Ask for the ClusterRole in " + RBACFile + " of kubectl-proxyrules, or check with: kubectl auth can-i " + e.Verb + " " + e.Resource
+	if e.Namespace != "" {
+		msg += " -n " + e.Namespace
+	}
+	if e.Hint != "" {
+		msg += ". " + e.Hint
+	}
+	return msg
+}
+
+func (e *Forbidden) Unwrap() error { return e.Err }
+
+// apiError turns an API error into one that says what to do.
+func apiError(err error, verb, resource, namespace, why string) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case isPodSecurity(err):
+		return podSecurityError(err, namespace)
+	case apierrors.IsForbidden(err):
+		return &Forbidden{Verb: verb, Resource: resource, Namespace: namespace, Why: why, Err: err}
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the API server did not accept your credentials (%v): log in again or check --kubeconfig/--context", err)
+	}
+	return fmt.Errorf("%s %s: %w", verb, resource, err)
+}
+
+func isPodSecurity(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity")
+}
+
+// PodSecurityError is a debug pod refused by Pod Security Admission.
+type PodSecurityError struct {
+	Namespace string
+	Err       error
+}
+
+func (e *PodSecurityError) Error() string {
+	detail := e.Err.Error()
+	if _, after, ok := strings.Cut(detail, "violates PodSecurity"); ok {
+		detail = "violates PodSecurity" + after
+	}
+	return fmt.Sprintf("Pod Security Admission refused the debug pod in namespace %s (%s). "+
+		"Reading a node's rules needs hostNetwork and the NET_ADMIN and NET_RAW capabilities, which only the \"privileged\" level allows. "+
+		"Pass --debug-namespace NS for a namespace whose pod-security.kubernetes.io/enforce label is privileged (kube-system usually is), "+
+		"or --via kube-proxy to exec into the node's kube-proxy pod instead", e.Namespace, detail)
+}
+
+func (e *PodSecurityError) Unwrap() error { return e.Err }
+
+func podSecurityError(err error, namespace string) error {
+	return &PodSecurityError{Namespace: namespace, Err: err}
+}
+
+// NoKubeProxyError says the node runs no kube-proxy pod.
+type NoKubeProxyError struct{ Node string }
+
+func (e *NoKubeProxyError) Error() string {
+	return fmt.Sprintf("no kube-proxy pod runs on node %s (none in kube-system with label k8s-app=kube-proxy or a container named kube-proxy). "+
+		"If the cluster replaces kube-proxy (Cilium, Calico eBPF, ...) there are no kube-proxy rules to read: use that project's tools. "+
+		"If kube-proxy runs outside a pod (k3s, a systemd unit), pass --image with an image that has iptables and nft to read the node anyway", e.Node)
+}
+
+// IsNotFound reports a missing object anywhere in err's chain.
+func IsNotFound(err error) bool {
+	var s apierrors.APIStatus
+	return errors.As(err, &s) && apierrors.IsNotFound(err)
+}

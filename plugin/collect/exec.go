@@ -1,0 +1,269 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// Target is the container commands run in.
+type Target struct {
+	Namespace, Pod, Container string
+}
+
+// Sink receives the outputs of a batch of commands as they stream.
+type Sink struct {
+	Open func(i int) (io.Writer, error)
+	Done func(i int, rc int)
+}
+
+// Runner runs read-only commands in a pod and reads HTTP endpoints the pod's
+// network reaches. The remote runner is the only code that talks to a node;
+// tests use a local one.
+type Runner interface {
+	// Run runs cmds (each passes Check) in one round trip where the image
+	// has a shell, one by one otherwise. Messages the commands print on
+	// stderr are returned with the error of the batch, if any.
+	Run(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (stderr string, err error)
+	// Get fetches http://127.0.0.1:PORT/PATH in the pod's network.
+	Get(ctx context.Context, t Target, port int, path string, w io.Writer) error
+}
+
+// RemoteRunner execs through the API server (pods/exec, pods/portforward),
+// over WebSocket with a fall back to SPDY, as kubectl does.
+type RemoteRunner struct {
+	Config *rest.Config
+	Client kubernetes.Interface
+}
+
+func nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run implements Runner.
+func (r *RemoteRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (string, error) {
+	for _, c := range cmds {
+		if err := c.Check(); err != nil {
+			return "", err
+		}
+	}
+	n := nonce()
+	argv, err := Script(cmds, n)
+	if err != nil {
+		return "", err
+	}
+	var stderr bytes.Buffer
+	pr, pw := io.Pipe()
+	d := newDemux(n)
+	d.open, d.done = sink.Open, sink.Done
+	demuxed := make(chan error, 1)
+	go func() {
+		err := d.run(pr)
+		pr.CloseWithError(err) // unblocks the stream if the sink failed
+		demuxed <- err
+	}()
+	err = r.stream(ctx, t, argv, pw, &stderr)
+	pw.CloseWithError(err)
+	if derr := <-demuxed; err == nil {
+		err = derr
+	}
+	if err != nil && noShell(err, stderr.String()) {
+		// An image without sh: one exec per command.
+		return r.runEach(ctx, t, cmds, sink)
+	}
+	return stderr.String(), err
+}
+
+func (r *RemoteRunner) runEach(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (string, error) {
+	var all strings.Builder
+	for i, c := range cmds {
+		w, err := sink.Open(i)
+		if err != nil {
+			return all.String(), err
+		}
+		var stderr bytes.Buffer
+		err = r.stream(ctx, t, c.Argv, w, &stderr)
+		all.Write(stderr.Bytes())
+		rc := 0
+		if err != nil {
+			if ctx.Err() != nil {
+				return all.String(), ctx.Err()
+			}
+			rc = exitCode(err)
+		}
+		sink.Done(i, rc)
+	}
+	return all.String(), nil
+}
+
+func noShell(err error, stderr string) bool {
+	s := err.Error() + " " + stderr
+	return strings.Contains(s, `"sh"`) && (strings.Contains(s, "not found") || strings.Contains(s, "no such file"))
+}
+
+// exitCode reads a command's exit status from an exec error (1 when the
+// status is unknown, as kwok reports it).
+func exitCode(err error) int {
+	type exitStatus interface{ ExitStatus() int }
+	if e, ok := err.(exitStatus); ok {
+		return e.ExitStatus()
+	}
+	return 1
+}
+
+// stream is the one place a command reaches a node. argv is either an
+// allowed command or a Script of allowed commands.
+func (r *RemoteRunner) stream(ctx context.Context, t Target, argv []string, stdout, stderr io.Writer) error {
+	if err := allowedOrScript(argv); err != nil {
+		return err
+	}
+	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: t.Container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	spdyExec, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
+	if err != nil {
+		return err
+	}
+	wsExec, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
+	if err != nil {
+		return err
+	}
+	exec, err := remotecommand.NewFallbackExecutor(wsExec, spdyExec, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return err
+	}
+	return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+}
+
+// allowedOrScript accepts an allowed command, or sh -c with a script that
+// Script would write for allowed commands. The script is parsed back, not
+// trusted: every command line in it must be allowed.
+func allowedOrScript(argv []string) error {
+	if len(argv) == 3 && argv[0] == "sh" && argv[1] == "-c" {
+		return checkScript(argv[2])
+	}
+	return Allowed(argv)
+}
+
+// checkScript verifies a script line by line against the shape Script
+// writes: marker echoes, and allowed commands, optionally in the big-stack
+// subshell.
+func checkScript(s string) error {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(l, "echo '"+markerPrefix+" ") && strings.HasSuffix(l, "'") && !strings.ContainsAny(l[6:len(l)-1], `'"$;|&<>()`+"`"):
+		case l == `echo "` && i+1 < len(lines) && strings.HasPrefix(lines[i+1], markerPrefix+" ") && strings.HasSuffix(lines[i+1], ` rc=$?"`) &&
+			!strings.ContainsAny(strings.TrimSuffix(lines[i+1], ` rc=$?"`), `'"$;|&<>()`+"`"):
+			i++
+		default:
+			cmd := l
+			if strings.HasPrefix(cmd, "(ulimit -s unlimited 2>/dev/null; exec ") && strings.HasSuffix(cmd, ")") {
+				cmd = strings.TrimSuffix(strings.TrimPrefix(cmd, "(ulimit -s unlimited 2>/dev/null; exec "), ")")
+			}
+			argv, ok := unquoteArgs(cmd)
+			if !ok {
+				return fmt.Errorf("refusing to run a script line that is not a quoted command: %.80q", l)
+			}
+			if err := Allowed(argv); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unquoteArgs reads 'a' 'b' 'c' as written by shellQuote (no embedded
+// quotes: allowed arguments have none).
+func unquoteArgs(s string) ([]string, bool) {
+	var out []string
+	for _, f := range strings.Split(s, " ") {
+		if len(f) < 2 || f[0] != '\'' || f[len(f)-1] != '\'' || strings.Contains(f[1:len(f)-1], "'") {
+			return nil, false
+		}
+		out = append(out, f[1:len(f)-1])
+	}
+	return out, len(out) > 0
+}
+
+// Get implements Runner with a port-forward to the pod (kube-proxy's
+// metrics listen on the node's loopback, which only the pod's network
+// namespace reaches; no curl is needed in the image).
+func (r *RemoteRunner) Get(ctx context.Context, t Target, port int, path string, w io.Writer) error {
+	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("portforward")
+	transport, upgrader, err := spdy.RoundTripperFor(r.Config)
+	if err != nil {
+		return err
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", req.URL())
+	if ws, err := portforward.NewSPDYOverWebsocketDialer(req.URL(), r.Config); err == nil {
+		dialer = portforward.NewFallbackDialer(ws, dialer, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+	}
+	pfCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := make(chan struct{})
+	var pfErr bytes.Buffer
+	pf, err := portforward.NewOnAddressesWithContext(pfCtx, dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, ready, io.Discard, &pfErr)
+	if err != nil {
+		return err
+	}
+	forwarded := make(chan error, 1)
+	go func() { forwarded <- pf.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-forwarded:
+		return fmt.Errorf("port-forward to %s/%s:%d: %w", t.Namespace, t.Pod, port, err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	ports, err := pf.GetPorts()
+	if err != nil || len(ports) == 0 {
+		return fmt.Errorf("port-forward to %s/%s:%d: no local port", t.Namespace, t.Pod, port)
+	}
+	hctx, hcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer hcancel()
+	hreq, err := http.NewRequestWithContext(hctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", ports[0].Local, path), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(hreq)
+	if err != nil {
+		msg := strings.TrimSpace(pfErr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s", port, path, firstLine(msg))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s", port, path, resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

@@ -1,0 +1,127 @@
+package collect
+
+import (
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+)
+
+// Labels on every pod the plugin creates: `cleanup` finds leftovers by
+// LabelManagedBy, and deletes nothing without it.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "kubectl-proxyrules"
+	LabelNode      = "proxyrules.kubectl.io/node"
+	// AnnotationStartedBy says who started the pod (the user's name as the
+	// API server knows it, when SelfSubjectReview tells it) and from where.
+	AnnotationStartedBy = "proxyrules.kubectl.io/started-by"
+	ContainerName       = "proxyrules"
+)
+
+// PodOptions say where and how to run the debug pod.
+type PodOptions struct {
+	Node      string
+	Namespace string
+	Image     string
+	// PullPolicy is IfNotPresent for the node's own kube-proxy image: it
+	// is cached there, so the pod starts without a registry (air-gapped).
+	PullPolicy corev1.PullPolicy
+	// Deadline bounds the pod's life (activeDeadlineSeconds) and its sleep:
+	// a backstop should the plugin be killed before it deletes the pod.
+	DeadlineSeconds int64
+	StartedBy       string
+	// NameSuffix makes names unique; tests pin it.
+	NameSuffix string
+}
+
+// nameSuffix is swapped in tests, like kubectl debug's nameSuffixFunc.
+var nameSuffix = func() string { return rand.String(5) }
+
+// DebugPod is the pod that reads a node's rules. It is a pure function of
+// its options so that tests can compare it field by field.
+//
+// Why each setting:
+//   - nodeName pins it to the node (no scheduler involved), tolerating every
+//     taint so that cordoned or tainted nodes can be read too;
+//   - hostNetwork: the rules live in the node's network namespace, and
+//     kube-proxy's metrics listen on the node's 127.0.0.1:10249;
+//   - capabilities NET_ADMIN (read nf_tables over netlink, and iptables'
+//     get-entries socket option) and NET_RAW (the raw socket legacy iptables
+//     reads through), everything else dropped, not privileged. No hostPID,
+//     no host filesystem: the image's own iptables/nft read the kernel, so
+//     nothing on the node is entered or mounted;
+//   - root: capabilities of a non-root user do not survive exec without
+//     ambient capabilities. The root filesystem stays writable because
+//     iptables-wrapper in the kube-proxy image re-links iptables to the
+//     backend it detects on first use;
+//   - the container only sleeps; every command is an exec from the plugin
+//     (see Allowed), and restartPolicy Never with activeDeadlineSeconds make
+//     the kubelet kill it should it outlive the plugin.
+func DebugPod(o PodOptions) *corev1.Pod {
+	suffix := o.NameSuffix
+	if suffix == "" {
+		suffix = nameSuffix()
+	}
+	name := "proxyrules-" + o.Node
+	if len(name) > 63-6 {
+		name = name[:63-6]
+	}
+	name = strings.TrimRight(name, "-.") + "-" + suffix
+	pull := o.PullPolicy
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	deadline := o.DeadlineSeconds
+	if deadline <= 0 {
+		deadline = 600
+	}
+	labels := map[string]string{LabelManagedBy: ManagedBy}
+	if len(o.Node) <= 63 {
+		labels[LabelNode] = o.Node
+	}
+	var annotations map[string]string
+	if o.StartedBy != "" {
+		annotations = map[string]string{AnnotationStartedBy: o.StartedBy}
+	}
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   o.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      o.Node,
+			HostNetwork:                   true,
+			DNSPolicy:                     corev1.DNSClusterFirstWithHostNet,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:         ptr.To(deadline),
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name:            ContainerName,
+				Image:           o.Image,
+				ImagePullPolicy: pull,
+				Command:         []string{"sleep", strconv.FormatInt(deadline, 10)},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsUser:                ptr.To[int64](0),
+					RunAsNonRoot:             ptr.To(false),
+					AllowPrivilegeEscalation: ptr.To(false),
+					Privileged:               ptr.To(false),
+					Capabilities: &corev1.Capabilities{
+						Add:  []corev1.Capability{"NET_ADMIN", "NET_RAW"},
+						Drop: []corev1.Capability{"ALL"},
+					},
+				},
+				Resources: corev1.ResourceRequirements{},
+			}},
+		},
+	}
+}
