@@ -61,7 +61,7 @@ func (o *SourceOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Con
 	o.cmd, o.kube = cmd, kube
 	fs := cmd.Flags()
 	fs.StringVar(&o.Node, "node", "", "the node to read, live through a short-lived debug pod; with --from-dump, the node the dump comes from (traffic policies depend on it)")
-	fs.StringArrayVar(&o.Bundles, "from-bundle", nil, "read a bundle written by "collect -d" (a folder or .tar.gz) instead of the cluster")
+	fs.StringArrayVar(&o.Bundles, "from-bundle", nil, "read a bundle written by \"collect -d\" (a folder or .tar.gz) instead of the cluster")
 	fs.StringArrayVar(&o.Dumps, "from-dump", nil, "read a saved ruleset (iptables-save, ip6tables-save, nft list ruleset, nft -j list ruleset, knftables dump) or kube-proxy metrics; repeatable; - reads stdin")
 	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
 	fs.StringArrayVar(&o.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
