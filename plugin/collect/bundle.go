@@ -163,6 +163,9 @@ func extractTarGz(archive, dir string) error {
 		// collect writes every file under one top directory; strip it.
 		rel := h.Name
 		if i := strings.IndexByte(rel, '/'); i >= 0 {
+			if top := rel[:i]; top == ".." || top == "." || top == "" {
+				return fmt.Errorf("unexpected entry %q", h.Name)
+			}
 			rel = rel[i+1:]
 		}
 		rel = path.Clean(rel)

@@ -15,6 +15,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,7 +49,7 @@ type Options struct {
 	ServiceNamespace, ServiceName string
 	// Objects, when set, are the API objects the caller has already
 	// (--from-objects): they are not fetched again.
-	Objects *correlate.Objects
+	Objects     *correlate.Objects
 	MetricsPort int // kube-proxy's metrics port, 10249 by default
 }
 
@@ -314,6 +315,7 @@ func (c *Collector) chooseVia(ctx context.Context) (string, error) {
 	var missing []string
 	podOK := c.canI(ctx, "create", "pods", "", c.DebugNamespace, &missing) &&
 		c.canI(ctx, "create", "pods", "exec", c.DebugNamespace, &missing) &&
+		c.canI(ctx, "get", "pods", "", c.DebugNamespace, &missing) &&
 		c.canI(ctx, "delete", "pods", "", c.DebugNamespace, &missing)
 	if podOK {
 		return ViaDebugPod, nil
@@ -382,6 +384,9 @@ func (c *Collector) startDebugPod(ctx context.Context) (*corev1.Pod, error) {
 	defer cancel()
 	for {
 		cur, err := c.Client.CoreV1().Pods(pod.Namespace).Get(wctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return pod, apiError(err, "get", "pods", pod.Namespace, "watch the debug pod start")
+		}
 		if err == nil {
 			pod = cur
 			if running(pod) {
@@ -588,7 +593,7 @@ func (c *Collector) runToFiles(ctx context.Context, t Target, cmds []NodeCommand
 	}()
 	stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
 		Open: func(i int) (io.Writer, error) {
-			f, err := os.Create(filepath.Join(c.Dir, cmds[i].ID+".txt"))
+			f, err := os.Create(filepath.Join(c.Dir, cmds[i].FileName()))
 			if err != nil {
 				return nil, err
 			}
@@ -608,7 +613,7 @@ func (c *Collector) runToFiles(ctx context.Context, t Target, cmds []NodeCommand
 	}
 	var retry []NodeCommand
 	for i, cmd := range cmds {
-		bf := BundleFile{Path: cmd.ID + ".txt", Kind: cmd.Kind, Command: strings.Join(cmd.Argv, " ")}
+		bf := BundleFile{Path: cmd.FileName(), Kind: cmd.Kind, Command: strings.Join(cmd.Argv, " ")}
 		if counters[i] != nil {
 			bf.Bytes, bf.Seconds = counters[i].n, counters[i].seconds
 		}

@@ -52,7 +52,7 @@ var (
 	nftFamily  = map[string]bool{"ip": true, "ip6": true, "inet": true}
 	iptTables  = map[string]bool{"nat": true, "filter": true, "mangle": true}
 	nftTables  = map[string]bool{"kube-proxy": true, "nat": true, "filter": true, "mangle": true}
-	validateID = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,80}$`)
+	validateID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9.-]{0,80}$`)
 )
 
 // Allowed says whether argv is one of the read-only commands the plugin may
@@ -63,7 +63,9 @@ func Allowed(argv []string) error {
 		return fmt.Errorf("empty command")
 	}
 	prog, args := argv[0], argv[1:]
-	bad := func() error { return fmt.Errorf("not a read-only command the plugin may run: %q", strings.Join(argv, " ")) }
+	bad := func() error {
+		return fmt.Errorf("not a read-only command the plugin may run: %q", strings.Join(argv, " "))
+	}
 	switch {
 	case savePrograms[prog]:
 		// iptables-save [-t TABLE]
@@ -142,6 +144,14 @@ func IPTablesVersion(program string) NodeCommand {
 // backends where a full save of a big table takes minutes.
 func ListChain(program, table, chain string) NodeCommand {
 	return NodeCommand{ID: program + "-" + table + "-" + chain, Argv: []string{program, "-t", table, "-S", chain}, Kind: KindChains}
+}
+
+// FileName is the name of the command's output in a bundle.
+func (c NodeCommand) FileName() string {
+	if strings.Contains(c.ID, ".") {
+		return c.ID
+	}
+	return c.ID + ".txt"
 }
 
 // Check validates a command before it is run: an allowed argv and a safe ID.

@@ -1,0 +1,1231 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+)
+
+const (
+	testNode     = "node-a"
+	testImage    = "registry.k8s.io/kube-proxy:v1.37.2"
+	testProxyPod = "kube-proxy-x7k2p"
+	testSuffix   = "t3st1"
+	testDebugPod = "proxyrules-node-a-t3st1"
+)
+
+var (
+	podsGVR   = corev1.SchemeGroupVersion.WithResource("pods")
+	podsGVK   = corev1.SchemeGroupVersion.WithKind("Pod")
+	fixedTime = time.Date(2026, 3, 4, 5, 6, 7, 800, time.FixedZone("CET", 3600))
+)
+
+// --- API objects --------------------------------------------------------
+
+func testNodeObj(name string, ready corev1.ConditionStatus) *corev1.Node {
+	cond := corev1.NodeCondition{Type: corev1.NodeReady, Status: ready}
+	if ready != corev1.ConditionTrue {
+		cond.Reason, cond.Message = "KubeletNotReady", "container runtime is down"
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{cond}},
+	}
+}
+
+func testKubeProxyPod(node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: testProxyPod, Namespace: "kube-system",
+			Labels: map[string]string{"k8s-app": "kube-proxy"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "kube-proxy", Image: testImage}},
+			Volumes: []corev1.Volume{{Name: "kube-proxy", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-proxy"}},
+			}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+func testConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: "kube-system"},
+		Data:       map[string]string{"config.conf": "mode: iptables\nmetricsBindAddress: 127.0.0.1:10249\n"},
+	}
+}
+
+func testService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			Type:       corev1.ServiceTypeClusterIP,
+			ClusterIP:  "10.96.0.10",
+			ClusterIPs: []string{"10.96.0.10"},
+			Ports:      []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
+		},
+	}
+}
+
+func testSlice() *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "web-abc12", Namespace: "default",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "web"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{"10.244.1.5"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			NodeName:   ptr.To(testNode),
+		}},
+	}
+}
+
+// defaultObjects is a cluster with node-a, its kube-proxy and one Service.
+func defaultObjects() []runtime.Object {
+	return []runtime.Object{
+		testNodeObj(testNode, corev1.ConditionTrue), testKubeProxyPod(testNode), testConfigMap(), testService(), testSlice(),
+	}
+}
+
+// --- the fake runner ----------------------------------------------------
+
+type fakeResult struct {
+	out string
+	rc  int
+}
+
+// fakeRunner plays a node: canned outputs by argv, canned bodies by path.
+type fakeRunner struct {
+	outputs map[string]fakeResult // by argv joined with spaces
+	bodies  map[string]string     // by path; a missing path is a refused connection
+	runErr  error                 // Run fails with it
+	block   bool                  // Run waits for ctx to end
+	onRun   func()                // called in every Run (before it blocks)
+
+	calls   [][]string // each Run's argvs, joined with spaces
+	argvs   [][]string // every argv received
+	targets []Target
+	gets    []string
+	ports   []int
+	bad     []string // commands that did not pass the checks
+}
+
+func newFakeRunner() *fakeRunner {
+	return &fakeRunner{
+		outputs: map[string]fakeResult{
+			"iptables -V":              {out: "iptables v1.8.11 (nf_tables)\n"},
+			"nft list tables":          {out: "table ip nat\ntable ip filter\n"},
+			"nft list table ip nat":    {out: "table ip nat {\n\tchain KUBE-SERVICES {\n\t}\n}\n"},
+			"nft list table ip filter": {out: "table ip filter {\n\tchain KUBE-FORWARD {\n\t}\n}\n"},
+		},
+		bodies: map[string]string{
+			"/proxyMode": "iptables",
+			"/metrics":   "# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\nkubeproxy_sync_proxy_rules_last_timestamp_seconds 1.77e+09\n",
+			"/configz":   `{"kubeproxy.config.k8s.io":{"mode":"iptables"}}`,
+		},
+	}
+}
+
+func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (string, error) {
+	r.targets = append(r.targets, t)
+	var call []string
+	for _, c := range cmds {
+		r.argvs = append(r.argvs, slices.Clone(c.Argv))
+		call = append(call, strings.Join(c.Argv, " "))
+		if err := c.Check(); err != nil {
+			r.bad = append(r.bad, err.Error())
+		}
+	}
+	r.calls = append(r.calls, call)
+	// What the remote runner would send: a script of the commands, which
+	// its stream checks again.
+	if script, err := Script(cmds, "0123456789abcdef"); err != nil {
+		r.bad = append(r.bad, "Script: "+err.Error())
+	} else if err := allowedOrScript(script); err != nil {
+		r.bad = append(r.bad, "allowedOrScript: "+err.Error())
+	}
+	if r.onRun != nil {
+		r.onRun()
+	}
+	if r.block {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	if r.runErr != nil {
+		return "error: stream reset by peer\n", r.runErr
+	}
+	for i, c := range cmds {
+		res, ok := r.outputs[strings.Join(c.Argv, " ")]
+		if !ok && len(c.Argv) == 5 && c.Argv[3] == "-S" {
+			res = fakeResult{rc: 1} // iptables: No chain/target/match by that name.
+		}
+		w, err := sink.Open(i)
+		if err != nil {
+			return "", err
+		}
+		if _, err := io.WriteString(w, res.out); err != nil {
+			return "", err
+		}
+		sink.Done(i, res.rc)
+	}
+	return "", nil
+}
+
+func (r *fakeRunner) Get(ctx context.Context, t Target, port int, path string, w io.Writer) error {
+	r.gets = append(r.gets, path)
+	r.ports = append(r.ports, port)
+	body, ok := r.bodies[path]
+	if !ok {
+		return fmt.Errorf("GET 127.0.0.1:%d%s on the node: dial tcp 127.0.0.1:%d: connect: connection refused", port, path, port)
+	}
+	_, err := io.WriteString(w, body)
+	return err
+}
+
+// ran says whether some Run received argv.
+func (r *fakeRunner) ran(argv string) bool {
+	for _, call := range r.calls {
+		if slices.Contains(call, argv) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAllowed fails t for every command the runner got that the plugin's
+// own gate would refuse.
+func (r *fakeRunner) checkAllowed(t *testing.T) {
+	t.Helper()
+	for _, b := range r.bad {
+		t.Errorf("runner received a refused command: %s", b)
+	}
+	for _, argv := range r.argvs {
+		if err := Allowed(argv); err != nil {
+			t.Errorf("Allowed(%q) = %v", argv, err)
+		}
+	}
+}
+
+// --- the fake cluster ---------------------------------------------------
+
+type env struct {
+	client *fake.Clientset
+	runner *fakeRunner
+	dir    string
+	// created are the pods as the collector sent them.
+	created []*corev1.Pod
+	// debugStatus sets the status of the plugin's pods as the API server
+	// reports it (the fake runs no kubelet).
+	debugStatus func(*corev1.Pod)
+	// access answers SelfSubjectAccessReviews; nil leaves the fake's
+	// default (an empty status: denied).
+	access  func(a authzv1.ResourceAttributes) bool
+	reviews []authzv1.ResourceAttributes
+}
+
+func podRunning(p *corev1.Pod) {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: ContainerName, Image: p.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+	}}
+}
+
+func podPending(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }
+
+func newEnv(t *testing.T, objs ...runtime.Object) *env {
+	t.Helper()
+	old := nameSuffix
+	nameSuffix = func() string { return testSuffix }
+	t.Cleanup(func() { nameSuffix = old })
+	e := &env{
+		client:      fake.NewClientset(objs...),
+		runner:      newFakeRunner(),
+		dir:         filepath.Join(t.TempDir(), "bundle"),
+		debugStatus: podRunning,
+	}
+	e.client.PrependReactor("list", "pods", e.listPods)
+	e.client.PrependReactor("get", "pods", e.getPod)
+	e.client.PrependReactor("create", "pods", e.recordCreate)
+	e.client.PrependReactor("create", "selfsubjectaccessreviews", e.review)
+	return e
+}
+
+// listPods honours field selectors (spec.nodeName), which the fake ignores.
+func (e *env) listPods(a k8stesting.Action) (bool, runtime.Object, error) {
+	la := a.(k8stesting.ListAction)
+	obj, err := e.client.Tracker().List(podsGVR, podsGVK, la.GetNamespace())
+	if err != nil {
+		return true, nil, err
+	}
+	list := obj.(*corev1.PodList)
+	res := la.GetListRestrictions()
+	var keep []corev1.Pod
+	for _, p := range list.Items {
+		if res.Labels != nil && !res.Labels.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if res.Fields != nil && !res.Fields.Matches(fields.Set{"spec.nodeName": p.Spec.NodeName, "metadata.name": p.Name, "metadata.namespace": p.Namespace}) {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	list.Items = keep
+	return true, list, nil
+}
+
+// getPod reports the plugin's pods with debugStatus.
+func (e *env) getPod(a k8stesting.Action) (bool, runtime.Object, error) {
+	ga := a.(k8stesting.GetAction)
+	obj, err := e.client.Tracker().Get(podsGVR, ga.GetNamespace(), ga.GetName())
+	if err != nil {
+		return true, nil, err
+	}
+	p := obj.(*corev1.Pod).DeepCopy()
+	if p.Labels[LabelManagedBy] == ManagedBy && e.debugStatus != nil {
+		e.debugStatus(p)
+	}
+	return true, p, nil
+}
+
+func (e *env) recordCreate(a k8stesting.Action) (bool, runtime.Object, error) {
+	e.created = append(e.created, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy())
+	return false, nil, nil
+}
+
+func (e *env) review(a k8stesting.Action) (bool, runtime.Object, error) {
+	if e.access == nil {
+		return false, nil, nil
+	}
+	r := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview).DeepCopy()
+	e.reviews = append(e.reviews, *r.Spec.ResourceAttributes)
+	r.Status.Allowed = e.access(*r.Spec.ResourceAttributes)
+	return true, r, nil
+}
+
+// deny returns an access function that denies the listed
+// "verb resource[/sub] namespace" and allows the rest.
+func deny(rules ...string) func(authzv1.ResourceAttributes) bool {
+	return func(a authzv1.ResourceAttributes) bool {
+		what := a.Resource
+		if a.Subresource != "" {
+			what += "/" + a.Subresource
+		}
+		return !slices.Contains(rules, a.Verb+" "+what+" "+a.Namespace) && !slices.Contains(rules, "*")
+	}
+}
+
+func (e *env) collector(o Options) *Collector {
+	return &Collector{Client: e.client, Runner: e.runner, Options: o, Dir: e.dir, now: func() time.Time { return fixedTime }}
+}
+
+// managedPods lists the pods the plugin made that still exist.
+func (e *env) managedPods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	pods, err := e.client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// deleted lists "namespace/name" of the pods deleted.
+func (e *env) deleted() []string {
+	var out []string
+	for _, a := range e.client.Actions() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			out = append(out, a.GetNamespace()+"/"+a.(k8stesting.DeleteAction).GetName())
+		}
+	}
+	return out
+}
+
+func (e *env) podCreates() int {
+	n := 0
+	for _, a := range e.client.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" && a.GetSubresource() == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// checkCleanedUp fails t unless every pod created was deleted.
+func (e *env) checkCleanedUp(t *testing.T) {
+	t.Helper()
+	if left := e.managedPods(t); len(left) > 0 {
+		t.Errorf("%d debug pods left behind, first %s/%s", len(left), left[0].Namespace, left[0].Name)
+	}
+	del := e.deleted()
+	for _, p := range e.created {
+		if !slices.Contains(del, p.Namespace+"/"+p.Name) {
+			t.Errorf("pod %s/%s was created but not deleted (deleted: %v)", p.Namespace, p.Name, del)
+		}
+	}
+}
+
+func openBundle(t *testing.T, dir string) *Bundle {
+	t.Helper()
+	b, err := OpenBundle(dir)
+	if err != nil {
+		t.Fatalf("OpenBundle: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+func fileKinds(m *Manifest) map[string]string {
+	kinds := map[string]string{}
+	for _, f := range m.Files {
+		kinds[f.Path] = f.Kind
+	}
+	return kinds
+}
+
+func findFile(m *Manifest, path string) *BundleFile {
+	for i := range m.Files {
+		if m.Files[i].Path == path {
+			return &m.Files[i]
+		}
+	}
+	return nil
+}
+
+// checkSizes fails t unless every file in the manifest exists with the
+// size it records.
+func checkSizes(t *testing.T, b *Bundle) {
+	t.Helper()
+	for _, f := range b.Manifest.Files {
+		st, err := os.Stat(b.Path(f))
+		if err != nil {
+			t.Errorf("manifest lists %s: %v", f.Path, err)
+			continue
+		}
+		if st.Size() != f.Bytes {
+			t.Errorf("%s: manifest says %d bytes, the file has %d", f.Path, f.Bytes, st.Size())
+		}
+	}
+}
+
+func containsAll(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("Collect succeeded, want an error mentioning %q", wants)
+	}
+	for _, w := range wants {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q\ndoes not mention %q", err, w)
+		}
+	}
+}
+
+// --- tests --------------------------------------------------------------
+
+func TestCollectDebugPod(t *testing.T) {
+	withoutProxy := []runtime.Object{testNodeObj(testNode, corev1.ConditionTrue), testService(), testSlice()}
+	otherNodeProxy := append(slices.Clone(withoutProxy), testNodeObj("node-b", corev1.ConditionTrue), testKubeProxyPod("node-b"))
+	fullFiles := map[string]string{
+		"objects.json":              KindObjects,
+		"nft-ip-nat.txt":            KindRuleset,
+		"nft-ip-filter.txt":         KindRuleset,
+		"iptables-legacy-save.txt":  KindRuleset,
+		"ip6tables-legacy-save.txt": KindRuleset,
+		"metrics.txt":               KindMetrics,
+		"configz.json":              KindConfig,
+	}
+	tests := []struct {
+		name        string
+		objs        []runtime.Object
+		opts        Options
+		access      func(authzv1.ResourceAttributes) bool
+		user        string // what SelfSubjectReview answers
+		wantNS      string
+		wantImage   string
+		wantOther   []string // kinds besides Services and slices in objects.json
+		wantWarning string
+	}{
+		{
+			name:      "node's kube-proxy image",
+			objs:      defaultObjects(),
+			opts:      Options{Node: testNode, Via: ViaDebugPod, Deadline: 5 * time.Minute},
+			wantNS:    "default",
+			wantImage: testImage,
+			wantOther: []string{"Node", "Pod", "ConfigMap"},
+		},
+		{
+			name:      "auto with every right takes a debug pod",
+			objs:      defaultObjects(),
+			opts:      Options{Node: testNode, Via: ViaAuto, Deadline: 5 * time.Minute},
+			access:    deny(),
+			wantNS:    "default",
+			wantImage: testImage,
+			wantOther: []string{"Node", "Pod", "ConfigMap"},
+		},
+		{
+			name:      "debug namespace",
+			objs:      defaultObjects(),
+			opts:      Options{Node: testNode, Via: ViaDebugPod, DebugNamespace: "kube-system", Deadline: 5 * time.Minute},
+			user:      "alice@example.com",
+			wantNS:    "kube-system",
+			wantImage: testImage,
+			wantOther: []string{"Node", "Pod", "ConfigMap"},
+		},
+		{
+			name:      "--image overrides kube-proxy's",
+			objs:      defaultObjects(),
+			opts:      Options{Node: testNode, Via: ViaDebugPod, Image: "example.com/nettools:1", Deadline: 5 * time.Minute},
+			wantNS:    "default",
+			wantImage: "example.com/nettools:1",
+			wantOther: []string{"Node", "Pod", "ConfigMap"},
+		},
+		{
+			name:        "--image without kube-proxy",
+			objs:        withoutProxy,
+			opts:        Options{Node: testNode, Via: ViaDebugPod, Image: "example.com/nettools:1", Deadline: 5 * time.Minute},
+			wantNS:      "default",
+			wantImage:   "example.com/nettools:1",
+			wantOther:   []string{"Node"},
+			wantWarning: "no kube-proxy pod on node node-a",
+		},
+		{
+			name:        "--image, kube-proxy only on another node",
+			objs:        otherNodeProxy,
+			opts:        Options{Node: testNode, Via: ViaDebugPod, Image: "example.com/nettools:1", Deadline: 5 * time.Minute},
+			wantNS:      "default",
+			wantImage:   "example.com/nettools:1",
+			wantOther:   []string{"Node"},
+			wantWarning: "no kube-proxy pod on node node-a",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.objs...)
+			e.access = tc.access
+			if tc.user != "" {
+				e.client.PrependReactor("create", "selfsubjectreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					r := a.(k8stesting.CreateAction).GetObject().(*authnv1.SelfSubjectReview).DeepCopy()
+					r.Status.UserInfo.Username = tc.user
+					return true, r, nil
+				})
+			}
+			man, err := e.collector(tc.opts).Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+
+			// The pod: exactly DebugPod's, on the node, and gone now.
+			if len(e.created) != 1 {
+				t.Fatalf("created %d pods, want 1", len(e.created))
+			}
+			want := DebugPod(PodOptions{
+				Node: testNode, Namespace: tc.wantNS, Image: tc.wantImage,
+				PullPolicy: corev1.PullIfNotPresent, DeadlineSeconds: 300, NameSuffix: testSuffix, StartedBy: tc.user,
+			})
+			if diff := cmp.Diff(want, e.created[0]); diff != "" {
+				t.Errorf("created pod (-DebugPod +created):\n%s", diff)
+			}
+			e.checkCleanedUp(t)
+
+			// The commands: all allowed, all in the debug container.
+			e.runner.checkAllowed(t)
+			wantTarget := Target{Namespace: tc.wantNS, Pod: testDebugPod, Container: ContainerName}
+			for _, got := range e.runner.targets {
+				if got != wantTarget {
+					t.Errorf("runner target %+v, want %+v", got, wantTarget)
+				}
+			}
+			for _, p := range e.runner.ports {
+				if p != 10249 {
+					t.Errorf("GET on port %d, want 10249", p)
+				}
+			}
+			if e.runner.ran("iptables-nft-save") || e.runner.ran("iptables-save") {
+				t.Errorf("nft can read the nf_tables backend, but a save ran: %v", e.runner.calls)
+			}
+
+			// The manifest, as returned and as written.
+			b := openBundle(t, e.dir)
+			if diff := cmp.Diff(man, &b.Manifest); diff != "" {
+				t.Errorf("bundle.json differs from the returned manifest (-returned +written):\n%s", diff)
+			}
+			m := b.Manifest
+			if m.Via != ViaDebugPod || m.ProxyMode != "iptables" || m.Backend != "nf_tables" || m.Scope != "full" {
+				t.Errorf("via %q, proxy mode %q, backend %q, scope %q; want debug-pod, iptables, nf_tables, full", m.Via, m.ProxyMode, m.Backend, m.Scope)
+			}
+			if m.Node != testNode || m.Namespace != tc.wantNS || m.Pod != testDebugPod || m.Image != tc.wantImage {
+				t.Errorf("node %q, pod %s/%s, image %q; want %s, %s/%s, %s", m.Node, m.Namespace, m.Pod, m.Image, testNode, tc.wantNS, testDebugPod, tc.wantImage)
+			}
+			if !m.CollectedAt.Equal(fixedTime.Truncate(time.Second)) || m.CollectedAt.Location() != time.UTC {
+				t.Errorf("collectedAt %v, want %v in UTC", m.CollectedAt, fixedTime.Truncate(time.Second).UTC())
+			}
+			if diff := cmp.Diff(fullFiles, fileKinds(&m)); diff != "" {
+				t.Errorf("files and kinds (-want +got):\n%s", diff)
+			}
+			checkSizes(t, b)
+			for _, f := range m.Files {
+				if f.Error != "" || f.Partial {
+					t.Errorf("%s: error %q, partial %v", f.Path, f.Error, f.Partial)
+				}
+			}
+			if got, _ := os.ReadFile(filepath.Join(e.dir, "nft-ip-nat.txt")); string(got) != e.runner.outputs["nft list table ip nat"].out {
+				t.Errorf("nft-ip-nat.txt = %q, want the command's output", got)
+			}
+			if tc.wantWarning == "" && len(m.Warnings) > 0 {
+				t.Errorf("warnings %q, want none", m.Warnings)
+			}
+			if tc.wantWarning != "" && !slices.ContainsFunc(m.Warnings, func(w string) bool { return strings.Contains(w, tc.wantWarning) }) {
+				t.Errorf("warnings %q, want one mentioning %q", m.Warnings, tc.wantWarning)
+			}
+
+			// objects.json: what --from-objects reads.
+			f, err := os.Open(filepath.Join(e.dir, "objects.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			objs, err := correlate.ReadObjects(f, "objects.json")
+			if err != nil {
+				t.Fatalf("objects.json: %v", err)
+			}
+			if len(objs.Services) != 1 || objs.Services[0].Name != "web" || len(objs.EndpointSlices) != 1 || objs.EndpointSlices[0].Name != "web-abc12" {
+				t.Errorf("objects.json: %d services, %d slices; want web and web-abc12", len(objs.Services), len(objs.EndpointSlices))
+			}
+			var other []string
+			for _, o := range objs.Other {
+				switch o := o.(type) {
+				case *corev1.Node:
+					other = append(other, "Node")
+					if o.Name != testNode {
+						t.Errorf("objects.json holds node %q", o.Name)
+					}
+				case *corev1.Pod:
+					other = append(other, "Pod")
+					if o.Name != testProxyPod {
+						t.Errorf("objects.json holds pod %q, want kube-proxy's", o.Name)
+					}
+				case *corev1.ConfigMap:
+					other = append(other, "ConfigMap")
+					if o.Name != "kube-proxy" || o.Data["config.conf"] == "" {
+						t.Errorf("objects.json holds ConfigMap %q with data %v", o.Name, o.Data)
+					}
+				default:
+					other = append(other, fmt.Sprintf("%T", o))
+				}
+			}
+			if diff := cmp.Diff(tc.wantOther, other); diff != "" {
+				t.Errorf("objects.json, other kinds (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCollectDeletesPod: whatever goes wrong once the pod exists, it is
+// deleted before Collect returns.
+func TestCollectDeletesPod(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(e *env, cancel context.CancelFunc)
+		timeout time.Duration
+		wantIs  error
+		want    []string
+	}{
+		{
+			name:  "runner fails",
+			setup: func(e *env, _ context.CancelFunc) { e.runner.runErr = errors.New("error dialing backend: EOF") },
+			want:  []string{"exec in default/" + testDebugPod + " failed", "error dialing backend: EOF", "stream reset by peer"},
+		},
+		{
+			name: "pods/exec forbidden",
+			setup: func(e *env, _ context.CancelFunc) {
+				e.runner.runErr = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, testDebugPod, errors.New(`User "alice" cannot create resource "pods/exec"`))
+			},
+			want: []string{"not allowed to create pods/exec in namespace default", "kubectl auth can-i create pods/exec -n default"},
+		},
+		{
+			name: "cancelled during Run",
+			setup: func(e *env, cancel context.CancelFunc) {
+				e.runner.block = true
+				e.runner.onRun = cancel
+			},
+			wantIs: context.Canceled,
+		},
+		{
+			name: "image cannot be pulled",
+			setup: func(e *env, _ context.CancelFunc) {
+				e.debugStatus = func(p *corev1.Pod) {
+					p.Status.Phase = corev1.PodPending
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+						Name: ContainerName, Image: p.Spec.Containers[0].Image,
+						State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "manifest unknown"}},
+					}}
+				}
+			},
+			want: []string{"cannot be pulled", "--image", testImage, "ErrImagePull: manifest unknown"},
+		},
+		{
+			name: "container exits",
+			setup: func(e *env, _ context.CancelFunc) {
+				e.debugStatus = func(p *corev1.Pod) {
+					p.Status.Phase = corev1.PodRunning
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+						Name:  ContainerName,
+						State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", ExitCode: 128, Message: `exec: "sleep": not found`}},
+					}}
+				}
+			},
+			want: []string{"container exited", "code 128", "sleep"},
+		},
+		{
+			name: "start timeout",
+			setup: func(e *env, _ context.CancelFunc) {
+				e.debugStatus = podPending
+				ev := &corev1.Event{
+					ObjectMeta:     metav1.ObjectMeta{Name: testDebugPod + ".1", Namespace: "default"},
+					InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: testDebugPod},
+					Type:           corev1.EventTypeWarning, Reason: "FailedCreatePodSandBox", Message: "network plugin not ready",
+				}
+				if err := e.client.Tracker().Add(ev); err != nil {
+					panic(err)
+				}
+			},
+			timeout: 300 * time.Millisecond,
+			want:    []string{"did not start", "within 300ms", "FailedCreatePodSandBox: network plugin not ready"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tc.setup(e, cancel)
+			start := time.Now()
+			_, err := e.collector(Options{Node: testNode, Via: ViaDebugPod, StartTimeout: tc.timeout}).Collect(ctx)
+			if tc.wantIs != nil {
+				if !errors.Is(err, tc.wantIs) {
+					t.Errorf("Collect: %v, want %v", err, tc.wantIs)
+				}
+			} else {
+				containsAll(t, err, tc.want...)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("Collect took %s", d)
+			}
+			if len(e.created) != 1 {
+				t.Fatalf("created %d pods, want 1", len(e.created))
+			}
+			e.checkCleanedUp(t)
+			if _, err := os.Stat(filepath.Join(e.dir, ManifestFile)); err == nil {
+				t.Errorf("a failed collection wrote %s", ManifestFile)
+			}
+		})
+	}
+}
+
+// TestCollectRefused: errors before any pod runs say what to do, and leave
+// nothing behind.
+func TestCollectRefused(t *testing.T) {
+	forbidden := func(msg string) func(e *env) {
+		return func(e *env) {
+			e.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, testDebugPod, errors.New(msg))
+			})
+		}
+	}
+	withoutProxy := []runtime.Object{testNodeObj(testNode, corev1.ConditionTrue), testService(), testSlice()}
+	tests := []struct {
+		name  string
+		objs  []runtime.Object
+		setup func(e *env)
+		opts  Options
+		check func(t *testing.T, err error)
+	}{
+		{
+			name:  "create pods forbidden",
+			objs:  defaultObjects(),
+			setup: forbidden(`User "alice" cannot create resource "pods" in API group "" in the namespace "default"`),
+			opts:  Options{Node: testNode, Via: ViaDebugPod},
+			check: func(t *testing.T, err error) {
+				var f *Forbidden
+				if !errors.As(err, &f) {
+					t.Fatalf("Collect: %v (%T), want *Forbidden", err, err)
+				}
+				if f.Verb != "create" || f.Resource != "pods" || f.Namespace != "default" {
+					t.Errorf("Forbidden{Verb: %q, Resource: %q, Namespace: %q}, want create pods in default", f.Verb, f.Resource, f.Namespace)
+				}
+				containsAll(t, err, "not allowed to create pods in namespace default", RBACFile, "kubectl auth can-i create pods -n default")
+			},
+		},
+		{
+			name:  "PodSecurity",
+			objs:  defaultObjects(),
+			setup: forbidden(`violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), non-default capabilities (container "proxyrules" must not include "NET_ADMIN", "NET_RAW" in securityContext.capabilities.add)`),
+			opts:  Options{Node: testNode, Via: ViaDebugPod},
+			check: func(t *testing.T, err error) {
+				var ps *PodSecurityError
+				if !errors.As(err, &ps) {
+					t.Fatalf("Collect: %v (%T), want *PodSecurityError", err, err)
+				}
+				if ps.Namespace != "default" {
+					t.Errorf("PodSecurityError.Namespace = %q", ps.Namespace)
+				}
+				var f *Forbidden
+				if errors.As(err, &f) {
+					t.Errorf("a PodSecurity refusal reported as RBAC: %v", f)
+				}
+				containsAll(t, err, `violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`, "--debug-namespace", "--via kube-proxy")
+			},
+		},
+		{
+			name: "node not found",
+			objs: defaultObjects(),
+			opts: Options{Node: "node-x", Via: ViaDebugPod},
+			check: func(t *testing.T, err error) {
+				containsAll(t, err, `node "node-x" not found`)
+			},
+		},
+		{
+			name: "node not Ready",
+			objs: []runtime.Object{testNodeObj(testNode, corev1.ConditionFalse), testKubeProxyPod(testNode), testConfigMap()},
+			opts: Options{Node: testNode, Via: ViaDebugPod},
+			check: func(t *testing.T, err error) {
+				containsAll(t, err, "not Ready", "KubeletNotReady", "--via kube-proxy")
+			},
+		},
+		{
+			name: "no kube-proxy, no --image",
+			objs: withoutProxy,
+			opts: Options{Node: testNode, Via: ViaDebugPod},
+			check: func(t *testing.T, err error) {
+				var nk *NoKubeProxyError
+				if !errors.As(err, &nk) || nk.Node != testNode {
+					t.Errorf("Collect: %v (%T), want *NoKubeProxyError for %s", err, err, testNode)
+				}
+			},
+		},
+		{
+			name: "kube-proxy only on another node",
+			objs: append(slices.Clone(withoutProxy), testKubeProxyPod("node-b")),
+			opts: Options{Node: testNode, Via: ViaAuto},
+			check: func(t *testing.T, err error) {
+				var nk *NoKubeProxyError
+				if !errors.As(err, &nk) {
+					t.Errorf("Collect: %v (%T), want *NoKubeProxyError", err, err)
+				}
+			},
+		},
+		{
+			name: "via kube-proxy without kube-proxy",
+			objs: withoutProxy,
+			opts: Options{Node: testNode, Via: ViaKubeProxy, Image: "example.com/nettools:1"},
+			check: func(t *testing.T, err error) {
+				var nk *NoKubeProxyError
+				if !errors.As(err, &nk) {
+					t.Errorf("Collect: %v (%T), want *NoKubeProxyError", err, err)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.objs...)
+			if tc.setup != nil {
+				tc.setup(e)
+			}
+			man, err := e.collector(tc.opts).Collect(context.Background())
+			if err == nil {
+				t.Fatalf("Collect succeeded (%+v), want an error", man)
+			}
+			tc.check(t, err)
+			e.checkCleanedUp(t)
+			if len(e.runner.calls) > 0 || len(e.runner.gets) > 0 {
+				t.Errorf("the runner was used: %v %v", e.runner.calls, e.runner.gets)
+			}
+		})
+	}
+}
+
+func TestCollectViaAuto(t *testing.T) {
+	tests := []struct {
+		name       string
+		access     func(authzv1.ResourceAttributes) bool
+		wantErr    []string
+		wantTarget Target
+	}{
+		{
+			name:       "no debug pod rights, exec into kube-proxy",
+			access:     deny("create pods default"),
+			wantTarget: Target{Namespace: "kube-system", Pod: testProxyPod, Container: "kube-proxy"},
+		},
+		{
+			name:       "no delete right, exec into kube-proxy",
+			access:     deny("delete pods default"),
+			wantTarget: Target{Namespace: "kube-system", Pod: testProxyPod, Container: "kube-proxy"},
+		},
+		{
+			name:   "nothing allowed",
+			access: deny("*"),
+			wantErr: []string{
+				`missing "create" on pods in default, "create" on pods/exec in kube-system`,
+				RBACFile, "kubectl auth can-i",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			e.access = tc.access
+			man, err := e.collector(Options{Node: testNode, Via: ViaAuto}).Collect(context.Background())
+			if n := e.podCreates(); n != 0 {
+				t.Errorf("%d pods created, want none", n)
+			}
+			if len(e.reviews) == 0 {
+				t.Errorf("auto asked no SelfSubjectAccessReview")
+			}
+			if tc.wantErr != nil {
+				containsAll(t, err, tc.wantErr...)
+				if len(e.runner.calls) > 0 {
+					t.Errorf("the runner ran %v", e.runner.calls)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			if len(e.runner.targets) == 0 {
+				t.Fatal("nothing ran")
+			}
+			for _, got := range e.runner.targets {
+				if got != tc.wantTarget {
+					t.Errorf("runner target %+v, want %+v", got, tc.wantTarget)
+				}
+			}
+			e.runner.checkAllowed(t)
+			if man.Via != ViaKubeProxy || man.Namespace != "kube-system" || man.Pod != testProxyPod || man.Image != testImage {
+				t.Errorf("manifest via %q, pod %s/%s, image %q", man.Via, man.Namespace, man.Pod, man.Image)
+			}
+			b := openBundle(t, e.dir)
+			if b.Manifest.Via != ViaKubeProxy {
+				t.Errorf("bundle.json via %q", b.Manifest.Via)
+			}
+		})
+	}
+}
+
+func TestCollectNFTables(t *testing.T) {
+	const jsonCmd, textCmd = "nft -j list table ip kube-proxy", "nft list table ip kube-proxy"
+	jsonFile, textFile := NFTTable("ip", "kube-proxy", true).FileName(), NFTTable("ip", "kube-proxy", false).FileName()
+	if jsonFile == textFile {
+		t.Fatalf("the JSON and text listings share the file name %s", jsonFile)
+	}
+	tests := []struct {
+		name      string
+		proxyMode string // "" for a /proxyMode that does not answer
+		jsonRC    int
+		wantFiles map[string]string
+		wantRetry bool
+	}{
+		{
+			name: "json", proxyMode: "nftables",
+			wantFiles: map[string]string{jsonFile: KindRuleset},
+		},
+		{
+			name: "nft without json", proxyMode: "nftables", jsonRC: 1, wantRetry: true,
+			wantFiles: map[string]string{jsonFile: KindRuleset, textFile: KindRuleset},
+		},
+		{
+			name: "mode from the tables", proxyMode: "",
+			wantFiles: map[string]string{jsonFile: KindRuleset},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			r := e.runner
+			r.outputs["nft list tables"] = fakeResult{out: "table ip kube-proxy\ntable ip6 kube-proxy-other\n"}
+			if tc.jsonRC != 0 {
+				r.outputs[jsonCmd] = fakeResult{rc: tc.jsonRC}
+			} else {
+				r.outputs[jsonCmd] = fakeResult{out: `{"nftables": [{"metainfo": {"json_schema_version": 1}}]}` + "\n"}
+			}
+			r.outputs[textCmd] = fakeResult{out: "table ip kube-proxy {\n}\n"}
+			if tc.proxyMode == "" {
+				delete(r.bodies, "/proxyMode")
+			} else {
+				r.bodies["/proxyMode"] = tc.proxyMode + "\n"
+			}
+			man, err := e.collector(Options{Node: testNode, Via: ViaDebugPod}).Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			e.runner.checkAllowed(t)
+			if man.ProxyMode != "nftables" {
+				t.Errorf("proxy mode %q, want nftables", man.ProxyMode)
+			}
+			if len(r.calls) < 2 || !slices.Contains(r.calls[1], jsonCmd) {
+				t.Fatalf("the read plan %v lacks %q", r.calls, jsonCmd)
+			}
+			if r.ran("nft list table ip6 kube-proxy-other") || r.ran("nft list table ip nat") {
+				t.Errorf("read tables the node does not have: %v", r.calls)
+			}
+			retried := len(r.calls) == 3 && slices.Equal(r.calls[2], []string{textCmd})
+			if retried != tc.wantRetry {
+				t.Errorf("runs %q; want a text retry: %v", r.calls, tc.wantRetry)
+			}
+			b := openBundle(t, e.dir)
+			checkSizes(t, b)
+			kinds := fileKinds(&b.Manifest)
+			for path, kind := range tc.wantFiles {
+				if kinds[path] != kind {
+					t.Errorf("file %s: kind %q, want %q (files %v)", path, kinds[path], kind, kinds)
+				}
+			}
+			jf := findFile(&b.Manifest, jsonFile)
+			if tc.wantRetry {
+				if jf == nil || !strings.Contains(jf.Error, "exit status 1") {
+					t.Errorf("the failed nft -j is not marked: %+v", jf)
+				}
+				if got, _ := os.ReadFile(filepath.Join(e.dir, textFile)); string(got) != "table ip kube-proxy {\n}\n" {
+					t.Errorf("%s = %q", textFile, got)
+				}
+			} else if jf == nil || jf.Error != "" {
+				t.Errorf("nft -j file: %+v", jf)
+			}
+		})
+	}
+}
+
+func TestCollectServiceScope(t *testing.T) {
+	const spn = "default/web:http"
+	svcChain := correlate.ServiceChain(spn, "tcp")
+	sepLive := correlate.EndpointChain(spn, "tcp", "10.244.1.5:8080")
+	sepGone := correlate.EndpointChain(spn, "tcp", "10.244.1.9:8080") // no longer in the slices
+	otherSvc := correlate.ServiceChain("default/other:http", "tcp")
+
+	// The chains the collector derives from the objects.
+	objs := &correlate.Objects{Services: []*corev1.Service{testService()}, EndpointSlices: []*discoveryv1.EndpointSlice{testSlice()}}
+	owned := correlate.ChainsOfService(objs.ServicePorts())
+	if !slices.Contains(owned, svcChain) || !slices.Contains(owned, sepLive) || slices.Contains(owned, sepGone) {
+		t.Fatalf("ChainsOfService = %v; want %s and %s, not %s", owned, svcChain, sepLive, sepGone)
+	}
+
+	chainOutputs := map[string]string{
+		"nat KUBE-SERVICES": "-N KUBE-SERVICES\n" +
+			"-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment \"default/web:http cluster IP\" -m tcp --dport 80 -j " + svcChain + "\n" +
+			"-A KUBE-SERVICES -d 10.96.0.11/32 -p tcp -m comment --comment \"default/other:http cluster IP\" -m tcp --dport 80 -j " + otherSvc + "\n" +
+			"-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\n",
+		"nat KUBE-NODEPORTS":   "-N KUBE-NODEPORTS\n",
+		"nat KUBE-MARK-MASQ":   "-N KUBE-MARK-MASQ\n-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n",
+		"nat KUBE-POSTROUTING": "-N KUBE-POSTROUTING\n-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN\n",
+		"nat " + svcChain: "-N " + svcChain + "\n" +
+			"-A " + svcChain + " -m comment --comment \"default/web:http -> 10.244.1.5:8080\" -m statistic --mode random --probability 0.50000000000 -j " + sepLive + "\n" +
+			"-A " + svcChain + " -m comment --comment \"default/web:http -> 10.244.1.9:8080\" -j " + sepGone + "\n",
+		"nat " + sepLive: "-N " + sepLive + "\n" +
+			"-A " + sepLive + " -s 10.244.1.5/32 -m comment --comment default/web:http -j KUBE-MARK-MASQ\n" +
+			"-A " + sepLive + " -p tcp -m comment --comment default/web:http -m tcp -j DNAT --to-destination 10.244.1.5:8080\n",
+		"nat " + sepGone: "-N " + sepGone + "\n" +
+			"-A " + sepGone + " -s 10.244.1.9/32 -m comment --comment default/web:http -j KUBE-MARK-MASQ\n" +
+			"-A " + sepGone + " -p tcp -m comment --comment default/web:http -m tcp -j DNAT --to-destination 10.244.1.9:8080\n",
+		"filter KUBE-SERVICES": "-N KUBE-SERVICES\n",
+		"filter KUBE-FORWARD":  "-N KUBE-FORWARD\n-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP\n",
+	}
+	listChain := func(prog, key string) string {
+		table, chain, _ := strings.Cut(key, " ")
+		return prog + " -t " + table + " -S " + chain
+	}
+
+	tests := []struct {
+		name      string
+		proxyMode string
+		version   string
+		tables    string
+		given     bool // objects passed in Options.Objects
+		wantScope bool
+	}{
+		{name: "iptables on nf_tables", proxyMode: "iptables", version: "iptables v1.8.11 (nf_tables)", tables: "table ip nat\ntable ip filter\n", wantScope: true},
+		{name: "objects given", proxyMode: "iptables", version: "iptables v1.8.11 (nf_tables)", tables: "table ip nat\ntable ip filter\n", given: true, wantScope: true},
+		{name: "legacy backend reads all", proxyMode: "iptables", version: "iptables v1.8.11 (legacy)", tables: ""},
+		{name: "nftables mode reads all", proxyMode: "nftables", version: "iptables v1.8.11 (nf_tables)", tables: "table ip kube-proxy\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			r := e.runner
+			r.bodies["/proxyMode"] = tc.proxyMode
+			r.outputs["iptables -V"] = fakeResult{out: tc.version + "\n"}
+			r.outputs["nft list tables"] = fakeResult{out: tc.tables}
+			for key, out := range chainOutputs {
+				r.outputs[listChain("iptables-nft", key)] = fakeResult{out: out}
+			}
+			opts := Options{Node: testNode, Via: ViaDebugPod, ServiceNamespace: "default", ServiceName: "web"}
+			if tc.given {
+				opts.Objects = &correlate.Objects{Services: []*corev1.Service{testService()}, EndpointSlices: []*discoveryv1.EndpointSlice{testSlice()}}
+			}
+			man, err := e.collector(opts).Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			e.runner.checkAllowed(t)
+			b := openBundle(t, e.dir)
+			checkSizes(t, b)
+			if !tc.wantScope {
+				if man.Scope != "full" {
+					t.Errorf("scope %q, want full", man.Scope)
+				}
+				for _, call := range r.calls {
+					for _, argv := range call {
+						if strings.Contains(argv, " -S ") {
+							t.Errorf("read chain by chain (%s) where the whole tables are as fast", argv)
+						}
+					}
+				}
+				return
+			}
+
+			if want := "service default/web"; man.Scope != want || b.Manifest.Scope != want {
+				t.Errorf("scope %q (bundle.json %q), want %q", man.Scope, b.Manifest.Scope, want)
+			}
+			if len(r.calls) != 3 {
+				t.Fatalf("%d runs, want probe, round 1, round 2: %q", len(r.calls), r.calls)
+			}
+			round1 := r.calls[1]
+			for _, want := range []string{
+				"iptables-nft -t nat -S KUBE-SERVICES",
+				"iptables-nft -t nat -S " + svcChain,
+				"iptables-nft -t nat -S " + sepLive,
+				"iptables-nft -t filter -S KUBE-FORWARD",
+			} {
+				if !slices.Contains(round1, want) {
+					t.Errorf("round 1 %q lacks %q", round1, want)
+				}
+			}
+			if diff := cmp.Diff([]string{"iptables-nft -t nat -S " + sepGone}, r.calls[2]); diff != "" {
+				t.Errorf("round 2 (-want +got):\n%s", diff)
+			}
+			if r.ran("iptables-nft -t nat -S "+otherSvc) || r.ran("nft list table ip nat") || r.ran("iptables-nft-save") {
+				t.Errorf("read more than the Service's chains: %q", r.calls)
+			}
+
+			data, err := os.ReadFile(filepath.Join(e.dir, "iptables-nft-nat-chains.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			if len(lines) < 3 || !strings.HasPrefix(lines[0], "# ") || lines[1] != "*nat" || lines[len(lines)-1] != "COMMIT" || !strings.HasSuffix(string(data), "\n") {
+				t.Errorf("iptables-nft-nat-chains.txt is not a save file:\n%s", data)
+			}
+			for _, key := range []string{"nat KUBE-SERVICES", "nat " + svcChain, "nat " + sepLive, "nat " + sepGone} {
+				if !strings.Contains(string(data), chainOutputs[key]) {
+					t.Errorf("iptables-nft-nat-chains.txt lacks %s", key)
+				}
+			}
+			filter, err := os.ReadFile(filepath.Join(e.dir, "iptables-nft-filter-chains.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(filter), "\n*filter\n") || !strings.HasSuffix(string(filter), "\nCOMMIT\n") {
+				t.Errorf("iptables-nft-filter-chains.txt:\n%s", filter)
+			}
+			for _, name := range []string{"iptables-nft-nat-chains.txt", "iptables-nft-filter-chains.txt"} {
+				f := findFile(&b.Manifest, name)
+				if f == nil {
+					t.Errorf("manifest lacks %s: %+v", name, b.Manifest.Files)
+					continue
+				}
+				if !f.Partial || f.Kind != KindRuleset {
+					t.Errorf("%s: partial %v, kind %q; want partial ruleset", name, f.Partial, f.Kind)
+				}
+			}
+			// 4 fixed nat chains, the SVC chain and both SEP chains.
+			if f := findFile(&b.Manifest, "iptables-nft-nat-chains.txt"); f != nil && !strings.Contains(f.Command, "(7 chains present)") {
+				t.Errorf("nat command %q, want 7 chains present", f.Command)
+			}
+			if kinds := fileKinds(&b.Manifest); kinds["metrics.txt"] != KindMetrics || kinds["objects.json"] != KindObjects && !tc.given {
+				t.Errorf("files %v", kinds)
+			}
+		})
+	}
+}
+
+func TestCollectMetricsClosed(t *testing.T) {
+	tests := []struct {
+		name string
+		port int
+		want int
+	}{
+		{name: "default port", want: 10249},
+		{name: "--metrics-port", port: 12345, want: 12345},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			e.runner.bodies = map[string]string{}
+			man, err := e.collector(Options{Node: testNode, Via: ViaDebugPod, MetricsPort: tc.port}).Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			e.checkCleanedUp(t)
+			var warned []string
+			for _, w := range man.Warnings {
+				if strings.Contains(w, "metricsBindAddress") {
+					warned = append(warned, w)
+				}
+			}
+			if len(warned) != 2 {
+				t.Errorf("warnings %q, want two about metricsBindAddress (/metrics, /configz)", man.Warnings)
+			}
+			for _, w := range warned {
+				if !strings.Contains(w, fmt.Sprintf("127.0.0.1:%d", tc.want)) {
+					t.Errorf("warning %q does not name port %d", w, tc.want)
+				}
+			}
+			for _, p := range e.runner.ports {
+				if p != tc.want {
+					t.Errorf("GET on port %d, want %d", p, tc.want)
+				}
+			}
+			b := openBundle(t, e.dir)
+			if diff := cmp.Diff(man.Warnings, b.Manifest.Warnings); diff != "" {
+				t.Errorf("bundle.json warnings (-returned +written):\n%s", diff)
+			}
+			kinds := fileKinds(&b.Manifest)
+			if _, ok := kinds["metrics.txt"]; ok {
+				t.Errorf("metrics.txt listed though /metrics did not answer")
+			}
+			if kinds["nft-ip-nat.txt"] != KindRuleset {
+				t.Errorf("the rules were not read: %v", kinds)
+			}
+			if b.Manifest.ProxyMode != "" || b.Manifest.Backend != "nf_tables" {
+				t.Errorf("proxy mode %q, backend %q; want unknown, nf_tables", b.Manifest.ProxyMode, b.Manifest.Backend)
+			}
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package collect
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAllowed(t *testing.T) {
+	allowed := [][]string{
+		{"iptables-save"}, {"ip6tables-legacy-save"}, {"iptables-nft-save", "-t", "nat"},
+		{"iptables", "-V"}, {"ip6tables-nft", "-V"},
+		{"iptables-nft", "-t", "nat", "-S", "KUBE-SERVICES"},
+		{"iptables-legacy", "-t", "filter", "-S", "KUBE-SVC-ABCDEFGHIJKLMNOP"},
+		{"nft", "--version"}, {"nft", "list", "tables"}, {"nft", "-j", "list", "ruleset"},
+		{"nft", "list", "table", "ip6", "kube-proxy"}, {"nft", "-j", "list", "table", "ip", "nat"},
+		{"nft", "list", "chain", "ip", "kube-proxy", "service-ULMVA6XW-ns/web/tcp/http"},
+	}
+	for _, argv := range allowed {
+		if err := Allowed(argv); err != nil {
+			t.Errorf("Allowed(%q) = %v, want nil", argv, err)
+		}
+	}
+	refused := [][]string{
+		nil, {""}, {"sh"}, {"sh", "-c", "iptables-save"}, {"bash"},
+		{"iptables-restore"}, {"iptables-nft-restore", "--test"}, {"ip6tables-restore"},
+		{"iptables", "-F"}, {"iptables", "-t", "nat", "-F", "KUBE-SERVICES"},
+		{"iptables", "-t", "nat", "-X", "KUBE-SEP-X"}, {"iptables", "-t", "nat", "-A", "KUBE-SERVICES", "-j", "DROP"},
+		{"iptables", "-t", "nat", "-D", "KUBE-SERVICES", "1"}, {"iptables", "-t", "nat", "-P", "FORWARD", "DROP"},
+		{"iptables", "-t", "nat", "-S", "FORWARD"}, // only KUBE- chains
+		{"iptables", "-t", "nat", "-S", "KUBE-X;reboot"}, {"iptables", "-t", "nat", "-S", "KUBE-X Y"},
+		{"iptables", "-t", "raw", "-S", "KUBE-X"}, {"iptables", "-S"}, {"iptables", "-V", "-F"},
+		{"iptables-save", "-t", "nat", "-c", "x"}, {"iptables-save", "--modprobe=/bin/evil"}, {"iptables-save", "-M", "/x"},
+		{"nft", "flush", "ruleset"}, {"nft", "-f", "/tmp/x"}, {"nft", "delete", "table", "ip", "kube-proxy"},
+		{"nft", "list", "table", "ip", "kube-proxy;", "flush", "ruleset"}, {"nft", "list ruleset; flush ruleset"},
+		{"nft", "-j", "-j", "list", "ruleset"}, {"nft", "list", "table", "bridge", "kube-proxy"},
+		{"nft", "list", "chain", "ip", "kube-proxy", "x; flush ruleset"}, {"nft", "add", "rule", "ip", "nat", "x"},
+		{"nft", "-i"}, {"nft"}, {"/usr/sbin/iptables-save"}, {"rm", "-rf", "/"}, {"sleep", "1"},
+	}
+	for _, argv := range refused {
+		if err := Allowed(argv); err == nil {
+			t.Errorf("Allowed(%q) = nil, want a refusal", argv)
+		}
+	}
+}
+
+// Every command a plan can produce is allowed.
+func TestPlansOnlyAllowed(t *testing.T) {
+	probes := []Probe{
+		{},
+		{NFTKnown: true},
+		{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat", "ip filter", "ip6 nat", "ip6 filter", "ip mangle"}},
+		{ProxyMode: "iptables", Backend: "legacy", NFTKnown: true, NFTTables: []string{"ip kube-proxy"}},
+		{ProxyMode: "nftables", NFTKnown: true, NFTTables: []string{"ip kube-proxy", "ip6 kube-proxy", "ip nat"}},
+	}
+	var all []NodeCommand
+	for _, p := range probes {
+		for _, r := range []string{ReaderAuto, ReaderSave} {
+			all = append(all, FullPlan(p, r)...)
+		}
+	}
+	all = append(all, FirstChains("iptables-nft", []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP"})...)
+	all = append(all, FirstChains("ip6tables-nft", nil)...)
+	all = append(all, IPTablesVersion("iptables"), NFTTables(), NFTTable("ip", "kube-proxy", true), NFTTable("ip6", "kube-proxy", false))
+	for _, c := range all {
+		if err := c.Check(); err != nil {
+			t.Errorf("%s: %v", c.ID, err)
+		}
+	}
+	if _, err := Script(all, "0123456789abcdef"); err != nil {
+		t.Fatalf("Script of every planned command: %v", err)
+	}
+}
+
+func TestFullPlan(t *testing.T) {
+	ids := func(cmds []NodeCommand) string {
+		var s []string
+		for _, c := range cmds {
+			s = append(s, c.ID)
+		}
+		return strings.Join(s, " ")
+	}
+	tests := []struct {
+		name   string
+		probe  Probe
+		reader string
+		want   string
+	}{
+		{"iptables-nft read with nft", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip filter", "ip nat", "ip6 nat"}}, ReaderAuto,
+			"nft-ip-nat nft-ip-filter nft-ip6-nat iptables-legacy-save ip6tables-legacy-save"},
+		{"iptables-nft read with save", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, ReaderSave,
+			"iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save"},
+		{"no nft in the image", Probe{Backend: "legacy"}, ReaderAuto,
+			"iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save"},
+		{"nftables mode", Probe{ProxyMode: "nftables", NFTKnown: true, NFTTables: []string{"ip kube-proxy", "ip6 kube-proxy"}}, ReaderAuto,
+			"nft-ip-kube-proxy.json nft-ip6-kube-proxy.json iptables-legacy-save ip6tables-legacy-save"},
+	}
+	for _, tt := range tests {
+		if got := ids(FullPlan(tt.probe, tt.reader)); got != tt.want {
+			t.Errorf("%s: FullPlan = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestChainPlan(t *testing.T) {
+	tests := []struct {
+		probe Probe
+		ok    bool
+	}{
+		{Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, true},
+		{Probe{ProxyMode: "", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip6 nat"}}, true},
+		{Probe{ProxyMode: "iptables", Backend: "legacy", NFTKnown: true}, false},     // legacy: one save is faster
+		{Probe{ProxyMode: "nftables", Backend: "nf_tables", NFTKnown: true}, false},  // nft tables are read whole
+		{Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true}, false},  // no nat table on nft: mismatch, read all
+		{Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: false}, false}, // nft unknown
+		{Probe{ProxyMode: "ipvs", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, false},
+	}
+	for _, tt := range tests {
+		if _, _, ok := ChainPlan(tt.probe); ok != tt.ok {
+			t.Errorf("ChainPlan(%+v) ok = %v, want %v", tt.probe, ok, tt.ok)
+		}
+	}
+}
+
+func TestReferencedChains(t *testing.T) {
+	out := `-N KUBE-SVC-AAAA
+-A KUBE-SVC-AAAA ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j KUBE-MARK-MASQ
+-A KUBE-SVC-AAAA -m statistic --mode random --probability 0.5 -j KUBE-SEP-OLD1
+-A KUBE-SVC-AAAA -j KUBE-SEP-CUR1
+-N KUBE-SERVICES
+-A KUBE-SERVICES -d 10.96.0.11/32 -p tcp -j KUBE-SVC-OTHER
+`
+	got := ReferencedChains([]byte(out), map[string]bool{"KUBE-SVC-AAAA": true})
+	want := "KUBE-MARK-MASQ KUBE-SEP-OLD1 KUBE-SEP-CUR1"
+	if strings.Join(got, " ") != want {
+		t.Errorf("ReferencedChains = %q, want %q (KUBE-SERVICES is not followed)", got, want)
+	}
+}
+
+func TestParseProbeOutputs(t *testing.T) {
+	for out, want := range map[string]string{
+		"iptables v1.8.9 (nf_tables)\n": "nf_tables",
+		"iptables v1.8.9 (legacy)\n":    "legacy",
+		"iptables v1.6.1\n":             "legacy",
+		"sh: iptables: not found\n":     "",
+	} {
+		if got := ParseIPTablesVersion(out); got != want {
+			t.Errorf("ParseIPTablesVersion(%q) = %q, want %q", out, got, want)
+		}
+	}
+	got := ParseNFTTables("table ip nat\ntable ip6 kube-proxy\ntable inet filter\n# comment\n")
+	if strings.Join(got, ",") != "inet filter,ip nat,ip6 kube-proxy" {
+		t.Errorf("ParseNFTTables = %q", got)
+	}
+}
+
+// The script's shell text is fixed; checkScript accepts what Script writes
+// and nothing with an extra command.
+func TestScriptChecked(t *testing.T) {
+	cmds := []NodeCommand{IPTablesVersion("iptables"), Save("iptables-nft-save"), ListChain("iptables-nft", "nat", "KUBE-SERVICES")}
+	argv, err := Script(cmds, "0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(argv) != 3 || argv[0] != "sh" || argv[1] != "-c" {
+		t.Fatalf("Script argv = %q", argv)
+	}
+	if err := allowedOrScript(argv); err != nil {
+		t.Fatalf("checkScript refuses Script's own output: %v", err)
+	}
+	for _, evil := range []string{
+		argv[2] + "iptables -F\n",
+		argv[2] + "'iptables' '-F'\n",
+		strings.Replace(argv[2], "'iptables-nft-save'", "'iptables-nft-save'; iptables -F", 1),
+		strings.Replace(argv[2], "begin 0'", "begin 0'; iptables -F; echo '", 1),
+		strings.Replace(argv[2], ` rc=$?"`, ` rc=$(iptables -F)"`, 1),
+		"echo '### kubectl-proxyrules x begin 0'\n(ulimit -s unlimited 2>/dev/null; exec 'nft' 'flush' 'ruleset')\n",
+		"`iptables -F`",
+		"$(iptables -F)",
+	} {
+		if err := allowedOrScript([]string{"sh", "-c", evil}); err == nil {
+			t.Errorf("checkScript accepted %q", evil)
+		}
+	}
+	if _, err := Script([]NodeCommand{{ID: "x", Argv: []string{"iptables", "-F"}}}, "0123456789abcdef"); err == nil {
+		t.Error("Script accepted iptables -F")
+	}
+	if _, err := Script(cmds, "bad nonce'"); err == nil {
+		t.Error("Script accepted a bad nonce")
+	}
+}
+
+// Only exec.go reaches a node, through RemoteRunner.stream, which checks
+// the command first; no other file may use the exec or port-forward APIs.
+func TestOnlyStreamExecs(t *testing.T) {
+	fset := token.NewFileSet()
+	files, _ := filepath.Glob("*.go")
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if (strings.Contains(p, "remotecommand") || strings.Contains(p, "portforward") || p == "os/exec") && name != "exec.go" {
+				t.Errorf("%s imports %s: only exec.go may run commands", name, p)
+			}
+		}
+	}
+	src, err := os.ReadFile("exec.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile(fset, "exec.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		fn, ok := n.(*ast.FuncDecl)
+		if !ok {
+			return true
+		}
+		body := string(src[fset.Position(fn.Body.Pos()).Offset:fset.Position(fn.Body.End()).Offset])
+		if strings.Contains(body, "StreamWithContext") || strings.Contains(body, "remotecommand.New") {
+			if fn.Name.Name != "stream" {
+				t.Errorf("%s execs; only stream may", fn.Name.Name)
+			}
+			first := strings.Index(body, "allowedOrScript(argv)")
+			if first < 0 || first > strings.Index(body, "remotecommand.New") {
+				t.Errorf("stream must check argv with allowedOrScript before building an executor")
+			}
+		}
+		return true
+	})
+}
+
+// The script runs under a real sh: outputs come back split per command,
+// byte for byte, with exit statuses, whatever the output ends with.
+func TestScriptDemuxWithRealShell(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	nftPath, err := exec.LookPath("nft")
+	if err != nil {
+		t.Skip("nft not installed: hack/test-deps.sh installs it")
+	}
+	_ = nftPath
+	cmds := []NodeCommand{
+		{ID: "v", Argv: []string{"nft", "--version"}},
+		{ID: "bad", Argv: []string{"iptables-nft", "-t", "nat", "-S", "KUBE-DOES-NOT-EXIST"}},
+		{ID: "v2", Argv: []string{"nft", "--version"}},
+	}
+	n := "feedfacefeedface"
+	argv, err := Script(cmds, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := exec.Command("nft", "--version").Output()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/sbin:/sbin:"+os.Getenv("PATH"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := map[int]*strings.Builder{}
+	rcs := map[int]int{}
+	d := newDemux(n)
+	d.open = func(i int) (io.Writer, error) { outs[i] = &strings.Builder{}; return outs[i], nil }
+	d.done = func(i, rc int) { rcs[i] = rc }
+	if err := d.run(strings.NewReader(string(out))); err != nil {
+		t.Fatal(err)
+	}
+	if outs[0].String() != string(want) || outs[2].String() != string(want) {
+		t.Errorf("outputs = %q / %q, want %q", outs[0], outs[2], want)
+	}
+	if rcs[0] != 0 || rcs[1] == 0 || rcs[2] != 0 {
+		t.Errorf("exit statuses = %v, want 0, non-zero, 0", rcs)
+	}
+	if outs[1].Len() != 0 {
+		t.Errorf("a missing chain printed %q on stdout", outs[1])
+	}
+}
