@@ -518,7 +518,10 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 		if isIPv6(ip) != (pp.Family == string(inspect.IPv6)) {
 			continue
 		}
-		if entryTarget["clusterIP"] == "" && !hasEntry(pp.Entries, "noEndpoints") {
+		// No nat entry is right when the filter table rejects the cluster IP:
+		// no endpoints at all, or (internalTrafficPolicy Local) none on
+		// this node, which kube-proxy DROPs.
+		if entryTarget["clusterIP"] == "" && !hasEntryFor(pp.Entries, hostPort(ip, sp.Port), "noEndpoints", "noLocalEndpoints") {
 			problem(SeverityError, "no KUBE-SERVICES rule for the cluster IP %s: kube-proxy has not programmed this service port on this node (is kube-proxy running and syncing?)", hostPort(ip, sp.Port))
 		}
 	}
@@ -560,6 +563,18 @@ func hasEntry(entries []Entry, kind string) bool {
 	for _, e := range entries {
 		if e.Kind == kind {
 			return true
+		}
+	}
+	return false
+}
+
+// hasEntryFor says whether an entry of one of kinds catches address.
+func hasEntryFor(entries []Entry, address string, kinds ...string) bool {
+	for _, e := range entries {
+		for _, k := range kinds {
+			if e.Kind == k && e.Address == address {
+				return true
+			}
 		}
 	}
 	return false
@@ -717,7 +732,7 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(
 		problem(SeverityError, "the endpoint shares of external traffic add up to %.4f, not 1", externalSum)
 	}
 	expectedAny := len(internalExpected) > 0
-	if !expectedAny && !haveInternal && !hasEntry(pp.Entries, "noEndpoints") && len(pp.Entries) > 0 {
+	if !expectedAny && !haveInternal && !hasEntry(pp.Entries, "noEndpoints") && !hasEntry(pp.Entries, "noLocalEndpoints") && len(pp.Entries) > 0 {
 		problem(SeverityWarning, "the service has no usable endpoints but no \"has no endpoints\" reject rule")
 	}
 	if !expectedAny && len(exp.byEndpoint) == 0 {
@@ -829,7 +844,10 @@ func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam inspect.Family, n
 		if isIPv6(ip) != (fam == inspect.IPv6) {
 			continue
 		}
-		if entryTarget["clusterIP"] == "" && !hasEntry(pp.Entries, "noEndpoints") {
+		// No nat entry is right when the filter table rejects the cluster IP:
+		// no endpoints at all, or (internalTrafficPolicy Local) none on
+		// this node, which kube-proxy DROPs.
+		if entryTarget["clusterIP"] == "" && !hasEntryFor(pp.Entries, hostPort(ip, sp.Port), "noEndpoints", "noLocalEndpoints") {
 			problem(SeverityError, "no service-ips element for the cluster IP %s: kube-proxy has not programmed this service port on this node", hostPort(ip, sp.Port))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
 // On every fixture kube-proxy has synced the objects it was given, so every
@@ -156,5 +157,61 @@ func TestExplainFailedSync(t *testing.T) {
 	p := problemsOf(pps)
 	if !strings.Contains(p, "10.244.0.51:8080 is in the rules but not in the EndpointSlices") || !strings.Contains(p, "10.244.0.52:8080 is in the EndpointSlices") {
 		t.Errorf("problems:\n%s", p)
+	}
+}
+
+// internalTrafficPolicy Local with ready endpoints on other nodes only:
+// kube-proxy writes no nat entry and DROPs the cluster IP in filter
+// KUBE-SERVICES ("has no local endpoints"). The rule below is what
+// kube-proxy v1.37.2 wrote on the e2e cluster's node-a for this Service.
+func TestExplainInternalLocalNoLocalEndpoints(t *testing.T) {
+	objects := `{"apiVersion":"v1","kind":"List","items":[
+{"apiVersion":"v1","kind":"Service","metadata":{"name":"itp-local-remote","namespace":"e2e-svc"},
+ "spec":{"clusterIP":"10.96.95.86","clusterIPs":["10.96.95.86"],"internalTrafficPolicy":"Local","ipFamilies":["IPv4"],
+  "ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":8080}],"type":"ClusterIP"}},
+{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"itp-local-remote-1","namespace":"e2e-svc","labels":{"kubernetes.io/service-name":"itp-local-remote"}},
+ "addressType":"IPv4","endpoints":[{"addresses":["10.244.2.21"],"conditions":{"ready":true,"serving":true,"terminating":false},"nodeName":"node-b"}],
+ "ports":[{"name":"http","port":8080,"protocol":"TCP"}]}]}`
+	rules := `*filter
+:KUBE-SERVICES - [0:0]
+-A KUBE-SERVICES -d 10.96.95.86/32 -p tcp -m comment --comment "e2e-svc/itp-local-remote:http has no local endpoints" -m tcp --dport 80 -j DROP
+COMMIT
+*nat
+:KUBE-SERVICES - [0:0]
+COMMIT
+`
+	objs, err := correlate.ReadObjects(strings.NewReader(objects), "objects.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := inspect.ParseIPTables(strings.NewReader(rules), "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := correlate.Explain(rs, objs, correlate.ExplainOptions{Namespace: "e2e-svc", Name: "itp-local-remote", Node: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Ports) != 1 {
+		t.Fatalf("%d ports", len(ex.Ports))
+	}
+	pp := ex.Ports[0]
+	found := false
+	for _, e := range pp.Entries {
+		found = found || e.Kind == "noLocalEndpoints" && e.Address == "10.96.95.86:80" && e.Target == "DROP"
+	}
+	if !found {
+		t.Errorf("entries %+v, want the noLocalEndpoints DROP of 10.96.95.86:80", pp.Entries)
+	}
+	for _, p := range pp.Problems {
+		if p.Severity != correlate.SeverityInfo {
+			t.Errorf("%s: %s", p.Severity, p.Message)
+		}
+	}
+	// Without the DROP, kube-proxy did not program the Service: an error.
+	rs, _ = inspect.ParseIPTables(strings.NewReader("*filter\n:KUBE-SERVICES - [0:0]\nCOMMIT\n*nat\n:KUBE-SERVICES - [0:0]\nCOMMIT\n"), "node-a")
+	ex, _ = correlate.Explain(rs, objs, correlate.ExplainOptions{Namespace: "e2e-svc", Name: "itp-local-remote", Node: "node-a"})
+	if !strings.Contains(problemsOf(ex.Ports), "error: no KUBE-SERVICES rule for the cluster IP 10.96.95.86:80") {
+		t.Errorf("without any rule: %s", problemsOf(ex.Ports))
 	}
 }

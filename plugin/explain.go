@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // ExplainOptions are the options of `explain`.
@@ -114,6 +115,8 @@ type ExplainReport struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	*correlate.Explanation
+	// Collection says how the node was read (live or from a bundle).
+	Collection *collect.Manifest `json:"collection,omitempty"`
 }
 
 // Run explains the Service.
@@ -127,7 +130,7 @@ func (o *ExplainOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	rep := &ExplainReport{APIVersion: APIVersion, Kind: "ServiceExplanation", Explanation: ex}
+	rep := &ExplainReport{APIVersion: APIVersion, Kind: "ServiceExplanation", Explanation: ex, Collection: l.Collected}
 	if o.Output == "json" || o.Output == "yaml" {
 		return printMachine(o.Out, o.Output, rep)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // MapOptions are the options of `map`.
@@ -99,6 +100,8 @@ type ChainMap struct {
 	Sources    []inspect.Dump         `json:"sources"`
 	Summary    MapSummary             `json:"summary"`
 	Chains     []correlate.ChainOwner `json:"chains"`
+	// Collection says how the node was read (live or from a bundle).
+	Collection *collect.Manifest `json:"collection,omitempty"`
 }
 
 // MapSummary counts the chains.
@@ -123,6 +126,7 @@ func (o *MapOptions) Run() error {
 	o.loaded = loaded
 	res := correlate.Attribute(loaded.Ruleset, loaded.Objects)
 	report := BuildChainMap(o.Sources.Node, loaded.Ruleset, res)
+	report.Collection = loaded.Collected
 	for _, d := range report.Sources {
 		for _, w := range d.Warnings {
 			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", d.Source, w)

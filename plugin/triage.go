@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // Exit statuses of triage (and of the plugin in general).
@@ -121,6 +122,9 @@ type TriageReport struct {
 	Stale      *correlate.StaleReport     `json:"stale"`
 	Masquerade []inspect.MasqReport       `json:"masquerade"`
 	Counts     *CountsReport              `json:"counts"`
+	// Collection says how the node was read, when it was read live or
+	// from a bundle.
+	Collection *collect.Manifest `json:"collection,omitempty"`
 }
 
 // BuildTriage runs every diagnosis.
@@ -130,6 +134,12 @@ func BuildTriage(l *Loaded, node string, now time.Time) *TriageReport {
 		rep.Findings = append(rep.Findings, Finding{Severity: sev, Area: area, Subject: subject, Message: fmt.Sprintf(format, args...)})
 	}
 	rs := l.Ruleset
+	rep.Collection = l.Collected
+	if l.Collected != nil {
+		for _, w := range l.Collected.Warnings {
+			add(correlate.SeverityInfo, "collection", l.Collected.Node, "%s", w)
+		}
+	}
 	res := correlate.Attribute(rs, l.Objects)
 	rep.Chains = BuildChainMap(node, rs, res).Summary
 

@@ -530,9 +530,10 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 	} else if ctx.Err() != nil {
 		return p, ctx.Err()
 	}
-	cmds := []NodeCommand{IPTablesVersion("iptables"), NFTTables()}
+	p.ServiceRules = -1
+	cmds := []NodeCommand{IPTablesVersion("iptables"), NFTTables(), ListChain("iptables-nft", "nat", "KUBE-SERVICES")}
 	outs := make([]bytes.Buffer, len(cmds))
-	rcs := []int{-1, -1}
+	rcs := []int{-1, -1, -1}
 	stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
 		Open: func(i int) (io.Writer, error) { return &outs[i], nil },
 		Done: func(i, rc int) { rcs[i] = rc },
@@ -544,6 +545,9 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 	if rcs[1] == 0 {
 		p.NFTKnown = true
 		p.NFTTables = ParseNFTTables(outs[1].String())
+	}
+	if rcs[2] == 0 {
+		p.ServiceRules = ParseServiceRules(outs[2].String())
 	}
 	if p.ProxyMode == "" {
 		switch {
@@ -598,7 +602,7 @@ func (c *Collector) runToFiles(ctx context.Context, t Target, cmds []NodeCommand
 				return nil, err
 			}
 			files[i], starts[i] = f, time.Now()
-			counters[i] = &countingWriter{w: f, progress: c.Progress, label: strings.Join(cmds[i].Argv, " ")}
+			counters[i] = &countingWriter{w: f, progress: c.Progress, label: strings.Join(cmds[i].Argv, " "), last: time.Now()}
 			return counters[i], nil
 		},
 		Done: func(i, rc int) {

@@ -92,8 +92,14 @@ func TestFullPlan(t *testing.T) {
 		reader string
 		want   string
 	}{
-		{"iptables-nft read with nft", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip filter", "ip nat", "ip6 nat"}}, ReaderAuto,
+		{"big iptables-nft read with nft", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip filter", "ip nat", "ip6 nat"}, ServiceRules: 5000}, ReaderAuto,
 			"nft-ip-nat nft-ip-filter nft-ip6-nat iptables-legacy-save ip6tables-legacy-save"},
+		{"small iptables-nft read with save", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip filter", "ip nat", "ip6 nat"}, ServiceRules: 999}, ReaderAuto,
+			"iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save"},
+		{"--reader nft on a small node", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}, ServiceRules: 3}, ReaderNFT,
+			"nft-ip-nat iptables-legacy-save ip6tables-legacy-save"},
+		{"size unknown: nft", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}, ServiceRules: -1}, ReaderAuto,
+			"nft-ip-nat iptables-legacy-save ip6tables-legacy-save"},
 		{"iptables-nft read with save", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, ReaderSave,
 			"iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save"},
 		{"no nft in the image", Probe{Backend: "legacy"}, ReaderAuto,
@@ -153,6 +159,9 @@ func TestParseProbeOutputs(t *testing.T) {
 		if got := ParseIPTablesVersion(out); got != want {
 			t.Errorf("ParseIPTablesVersion(%q) = %q, want %q", out, got, want)
 		}
+	}
+	if n := ParseServiceRules("-N KUBE-SERVICES\n-A KUBE-SERVICES -j A\n-A KUBE-SERVICES -j B\n"); n != 2 {
+		t.Errorf("ParseServiceRules = %d, want 2", n)
 	}
 	got := ParseNFTTables("table ip nat\ntable ip6 kube-proxy\ntable inet filter\n# comment\n")
 	if strings.Join(got, ",") != "inet filter,ip nat,ip6 kube-proxy" {

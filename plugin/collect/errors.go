@@ -3,6 +3,8 @@ package collect
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,12 +52,27 @@ func apiError(err error, verb, resource, namespace, why string) error {
 	switch {
 	case isPodSecurity(err):
 		return podSecurityError(err, namespace)
-	case apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err) && isRBAC(err):
 		return &Forbidden{Verb: verb, Resource: resource, Namespace: namespace, Why: why, Err: err}
+	case apierrors.IsForbidden(err):
+		// An admission plugin, not RBAC: its message says why.
+		return fmt.Errorf("the API server refused to %s %s in namespace %s: %v", verb, resource, namespace, err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the API server did not accept your credentials (%v): log in again or check --kubeconfig/--context", err)
 	}
+	var netErr *net.OpError
+	var urlErr *url.Error
+	if errors.As(err, &netErr) || errors.As(err, &urlErr) && !apierrors.IsTimeout(err) {
+		return fmt.Errorf("cannot reach the API server (%v): check --kubeconfig and --context", err)
+	}
 	return fmt.Errorf("%s %s: %w", verb, resource, err)
+}
+
+// isRBAC tells an authorizer's refusal ("User \"x\" cannot create
+// resource \"pods\"") from an admission plugin's.
+func isRBAC(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, " cannot ") && strings.Contains(msg, "resource ")
 }
 
 func isPodSecurity(err error) bool {
