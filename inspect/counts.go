@@ -884,8 +884,11 @@ func largeClusterEvidence(rs *Ruleset) LargeClusterEvidence {
 			continue
 		}
 		seen[t.Family] = true
-		f := largeClusterFamily(t)
-		ev.ByFamily = append(ev.ByFamily, f)
+		ev.ByFamily = append(ev.ByFamily, largeClusterFamily(t))
+	}
+	// By family, whatever order the dumps came in.
+	sort.SliceStable(ev.ByFamily, func(i, j int) bool { return ev.ByFamily[i].Family < ev.ByFamily[j].Family })
+	for _, f := range ev.ByFamily {
 		sentences = append(sentences, fmt.Sprintf("%s: %s", familyOr(f.Family), f.Evidence))
 		if f.FromDump != nil {
 			if *f.FromDump {

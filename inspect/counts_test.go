@@ -343,6 +343,14 @@ func TestCompareCountsLargeClusterMode(t *testing.T) {
 			if forms[0] != "iptables/nft-list.txt" && (lc.FromDump == nil || *lc.FromDump != anyLarge) {
 				t.Errorf("%s %s: overall %v", dir, forms[0], lc.FromDump)
 			}
+			// The same evidence whatever order the dumps come in.
+			if len(forms) == 2 {
+				if rev, ok := fxLoad(t, dir, forms[1], forms[0]); ok {
+					if got := CompareCounts(rev, nil, nil, timeZero).LargeClusterMode.Evidence; got != lc.Evidence {
+						t.Errorf("%s: evidence depends on dump order:\n%s\n%s", dir, got, lc.Evidence)
+					}
+				}
+			}
 		}
 	}
 }

@@ -142,10 +142,12 @@ type fakeRunner struct {
 func newFakeRunner() *fakeRunner {
 	return &fakeRunner{
 		outputs: map[string]fakeResult{
-			"iptables -V":              {out: "iptables v1.8.11 (nf_tables)\n"},
-			"nft list tables":          {out: "table ip nat\ntable ip filter\n"},
-			"nft list table ip nat":    {out: "table ip nat {\n\tchain KUBE-SERVICES {\n\t}\n}\n"},
-			"nft list table ip filter": {out: "table ip filter {\n\tchain KUBE-FORWARD {\n\t}\n}\n"},
+			"iptables -V":     {out: "iptables v1.8.11 (nf_tables)\n"},
+			"nft list tables": {out: "table ip nat\ntable ip filter\n"},
+			// A big node: --reader auto reads iptables-nft with nft.
+			"iptables-nft -t nat -S KUBE-SERVICES": {out: "-N KUBE-SERVICES\n" + strings.Repeat("-A KUBE-SERVICES -j KUBE-SVC-X\n", AutoSaveBelow)},
+			"nft list table ip nat":                {out: "table ip nat {\n\tchain KUBE-SERVICES {\n\t}\n}\n"},
+			"nft list table ip filter":             {out: "table ip filter {\n\tchain KUBE-FORWARD {\n\t}\n}\n"},
 		},
 		bodies: map[string]string{
 			"/proxyMode": "iptables",
@@ -971,6 +973,7 @@ func TestCollectNFTables(t *testing.T) {
 			e := newEnv(t, defaultObjects()...)
 			r := e.runner
 			r.outputs["nft list tables"] = fakeResult{out: "table ip kube-proxy\ntable ip6 kube-proxy-other\n"}
+			delete(r.outputs, "iptables-nft -t nat -S KUBE-SERVICES") // no iptables-nft rules
 			if tc.jsonRC != 0 {
 				r.outputs[jsonCmd] = fakeResult{rc: tc.jsonRC}
 			} else {

@@ -23,6 +23,9 @@ type NodeCommand struct {
 	// BigStack raises the stack limit first: iptables-nft-save of a large
 	// nat table overflows the default 8 MB stack (it recurses per rule).
 	BigStack bool
+	// Optional: the command may fail (a table that may not exist) without
+	// a warning; the manifest still records its exit status.
+	Optional bool
 }
 
 // Kinds of output.
@@ -126,6 +129,11 @@ func NFTTable(family, table string, json bool) NodeCommand {
 		id += ".json"
 	}
 	return NodeCommand{ID: id, Argv: argv, Kind: KindRuleset}
+}
+
+// NFTVersion is "nft --version": is there an nft at all.
+func NFTVersion() NodeCommand {
+	return NodeCommand{ID: "nft-version", Argv: []string{"nft", "--version"}, Kind: KindInfo}
 }
 
 // NFTTables lists the tables (names only): cheap, and tells nftables mode

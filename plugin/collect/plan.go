@@ -22,6 +22,9 @@ type Probe struct {
 	// nf_tables backend (about one per service port), -1 when unknown: it
 	// sizes the table before choosing a reader.
 	ServiceRules int
+	// guessed: NFTTables lists kube-proxy's tables from its mode, not from
+	// nft; reading one that is not there is no error.
+	guessed bool
 }
 
 // ParseServiceRules counts the -A lines of `iptables -S KUBE-SERVICES`.
@@ -119,7 +122,9 @@ func FullPlan(p Probe, reader string) []NodeCommand {
 	// nft lacks JSON; the collector retries).
 	for _, fam := range []string{"ip", "ip6"} {
 		if p.hasNFT(fam, "kube-proxy") {
-			cmds = append(cmds, NFTTable(fam, "kube-proxy", true))
+			c := NFTTable(fam, "kube-proxy", true)
+			c.Optional = p.guessed
+			cmds = append(cmds, c)
 		}
 	}
 	// iptables on the nf_tables backend (nothing to read when nft shows
