@@ -527,6 +527,9 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 	var mode bytes.Buffer
 	if err := c.Runner.Get(ctx, t, c.MetricsPort, "/proxyMode", &mode); err == nil {
 		p.ProxyMode = strings.TrimSpace(mode.String())
+		if err := c.writeFile("proxymode.txt", KindProxyMode, fmt.Sprintf("GET 127.0.0.1:%d/proxyMode", c.MetricsPort), mode.Bytes()); err != nil {
+			return p, err
+		}
 	} else if ctx.Err() != nil {
 		return p, ctx.Err()
 	}

@@ -463,6 +463,7 @@ func TestCollectDebugPod(t *testing.T) {
 		"ip6tables-legacy-save.txt": KindRuleset,
 		"metrics.txt":               KindMetrics,
 		"configz.json":              KindConfig,
+		"proxymode.txt":             KindProxyMode,
 	}
 	tests := []struct {
 		name        string
