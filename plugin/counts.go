@@ -15,6 +15,9 @@ import (
 )
 
 const countsExample = `  # kube-proxy's rule-count metrics against the rules really there
+  %[1]s counts --node ip-10-0-1-7
+
+  # ... from what was saved on the node
   curl -s 127.0.0.1:10249/metrics > metrics.txt                 # on the node
   %[1]s counts --from-dump iptables-save.txt --from-metrics metrics.txt --from-objects objects.json
 
@@ -25,7 +28,7 @@ const countsExample = `  # kube-proxy's rule-count metrics against the rules rea
 func NewCmdCounts(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
-		Use:   "counts --from-dump FILE --from-metrics FILE [--from-objects FILE]",
+		Use:   "counts (--node NAME | --from-bundle DIR | --from-dump FILE --from-metrics FILE [--from-objects FILE])",
 		Short: "Compare kube-proxy's rule-count metrics with the rules really in the dump",
 		Long: `Compare kube-proxy's own rule counts (kubeproxy_sync_proxy_rules_iptables_total
 and _last, per table and IP family) with the rules in the dump, counted exactly

@@ -28,6 +28,9 @@ type ExplainOptions struct {
 }
 
 const explainExample = `  # Why does svc/web in namespace shop get no traffic on this node?
+  %[1]s explain svc/web -n shop --node ip-10-0-1-7
+
+  # The same from a dump saved on the node and the objects saved from the cluster
   %[1]s explain svc/web -n shop --from-dump iptables-save.txt --from-objects objects.json --node ip-10-0-1-7
 
   # One port only, as JSON
@@ -37,7 +40,7 @@ const explainExample = `  # Why does svc/web in namespace shop get no traffic on
 func NewCmdExplain(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &ExplainOptions{IOStreams: streams, Output: "text", Color: "auto", kube: kube}
 	cmd := &cobra.Command{
-		Use:   "explain svc/NAME [-n NAMESPACE] [--port PORT]",
+		Use:   "explain svc/NAME [-n NAMESPACE] [--port PORT] (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "Show the path a packet for a Service takes on the node, against its EndpointSlices",
 		Long: `Explain one Service on one node: for each port, the rules that catch its
 traffic (cluster IP, node port, external and load-balancer IPs, source ranges,

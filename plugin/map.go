@@ -31,7 +31,10 @@ func NewMapOptions(streams genericiooptions.IOStreams) *MapOptions {
 	return &MapOptions{IOStreams: streams, Output: "text", Color: "auto"}
 }
 
-const mapExample = `  # Which Service owns each chain of a saved dump?
+const mapExample = `  # Which Service owns each kube-proxy chain of a node? (read live)
+  %[1]s map --node ip-10-0-1-7
+
+  # ... of a saved dump?
   %[1]s map --from-dump iptables-save.txt --from-objects objects.json
 
   # Collect the inputs on the node and in the cluster:
@@ -46,7 +49,7 @@ const mapExample = `  # Which Service owns each chain of a saved dump?
 func NewCmdMap(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := NewMapOptions(streams)
 	cmd := &cobra.Command{
-		Use:   "map --from-dump FILE [--from-objects FILE] [--node NAME]",
+		Use:   "map (--node NAME | --from-bundle DIR | --from-dump FILE [--from-objects FILE])",
 		Short: "Attribute every kube-proxy chain to its Service port and endpoint",
 		Long: `Attribute every kube-proxy chain on a node to the Service port and endpoint it
 belongs to, by recomputing kube-proxy's own chain names from the Services and

@@ -14,6 +14,9 @@ import (
 )
 
 const masqExample = `  # The masquerade mark kube-proxy programmed, and what else uses that bit
+  %[1]s masq --node ip-10-0-1-7
+
+  # ... in a saved dump
   %[1]s masq --from-dump iptables-save.txt
 
   # ... checked against kube-proxy's configuration
@@ -24,7 +27,7 @@ const masqExample = `  # The masquerade mark kube-proxy programmed, and what els
 func NewCmdMasq(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
-		Use:   "masq --from-dump FILE [--from-config FILE]",
+		Use:   "masq (--node NAME | --from-bundle DIR | --from-dump FILE [--from-config FILE])",
 		Short: "Check kube-proxy's masquerade mark: bit, rules, --random-fully, clashes with other marks",
 		Long: `Check the masquerade (SNAT) mark kube-proxy programmed: the bit and mark as set
 (KUBE-MARK-MASQ, or nftables' inline "mark set") and as tested and cleared

@@ -26,7 +26,13 @@ func CommandName() string {
 // so that help does not depend on os.Args[0].
 var rootName = CommandName
 
-const rootExample = `  # Which Service owns each kube-proxy chain of a node? (dump saved on the node)
+const rootExample = `  # What is wrong on this node? (reads it through a short-lived debug pod)
+  %[1]s triage --node ip-10-0-1-7
+
+  # Why does svc/web get no traffic there?
+  %[1]s explain svc/web -n shop --node ip-10-0-1-7
+
+  # Which Service owns each kube-proxy chain of a dump saved on the node?
   %[1]s map --from-dump iptables-save.txt --from-objects objects.json --node ip-10-0-1-7
 
   # Which version is installed?

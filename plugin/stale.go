@@ -25,6 +25,9 @@ type StaleOptions struct {
 }
 
 const staleExample = `  # Chains and map entries no current Service owns, and who owned them
+  %[1]s stale --node ip-10-0-1-7
+
+  # ... in a dump saved on the node
   %[1]s stale --from-dump iptables-save.txt --from-objects objects.json --node ip-10-0-1-7
 
   # nftables mode, as JSON
@@ -34,7 +37,7 @@ const staleExample = `  # Chains and map entries no current Service owns, and wh
 func NewCmdStale(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &StaleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
-		Use:   "stale --from-dump FILE --from-objects FILE [--node NAME]",
+		Use:   "stale (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "List kube-proxy chains and map entries that no current Service or endpoint owns",
 		Long: `List the kube-proxy chains (and nftables map and set elements) that no current
 Service or endpoint owns, with their former owner where it can be recovered

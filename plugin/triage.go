@@ -38,7 +38,10 @@ func IsExitError(err error) (int, bool) {
 	return 0, false
 }
 
-const triageExample = `  # Everything about one node, most severe first
+const triageExample = `  # Everything about one node, most severe first (read live)
+  %[1]s triage --node ip-10-0-1-7
+
+  # ... from what was saved on the node and in the cluster
   %[1]s triage --from-dump iptables-save.txt --from-dump ip6tables-save.txt \
       --from-objects objects.json --from-metrics metrics.txt --from-config kube-proxy-cm.yaml --node ip-10-0-1-7
 
@@ -49,7 +52,7 @@ const triageExample = `  # Everything about one node, most severe first
 func NewCmdTriage(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
 	cmd := &cobra.Command{
-		Use:   "triage --from-dump FILE [--from-objects FILE] [--from-metrics FILE] [--from-config FILE] [--node NAME]",
+		Use:   "triage (--node NAME | --from-bundle DIR | --from-dump FILE [--from-objects FILE] [--from-metrics FILE] [--from-config FILE])",
 		Short: "Everything wrong with kube-proxy's rules on one node, most severe first",
 		Long: `Run every diagnosis on one node and report the findings, most severe first:
 the proxy mode kube-proxy is really in (and rules of both modes), kube-proxy
