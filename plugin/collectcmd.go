@@ -123,9 +123,9 @@ func (o *CollectOptions) Run() error {
 	if man.Backend != "" {
 		fmt.Fprintf(o.Out, ", iptables %s", man.Backend)
 	}
-	fmt.Fprintf(o.Out, ") via %s: %d files, %s in %s\n", man.Via, len(man.Files), humanSize(total), o.Dir)
+	fmt.Fprintf(o.Out, ") via %s: %d files, %s in %s\n", man.Via, len(man.Files), collect.HumanBytes(total), o.Dir)
 	for _, f := range man.Files {
-		state := humanSize(f.Bytes)
+		state := collect.HumanBytes(f.Bytes)
 		if f.Error != "" {
 			state += ", " + f.Error
 		}
@@ -136,14 +136,4 @@ func (o *CollectOptions) Run() error {
 	}
 	fmt.Fprintf(o.Out, "read it back with: %s triage --from-bundle %s\n", rootName(), o.Dir)
 	return nil
-}
-
-func humanSize(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

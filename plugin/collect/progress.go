@@ -25,12 +25,12 @@ func (p *Progress) Step(format string, args ...any) {
 
 // Bytes reports a stream's size so far.
 func (p *Progress) Bytes(label string, n int64) {
-	p.Step("  %s: %s so far", label, humanBytes(n))
+	p.Step("  %s: %s so far", label, HumanBytes(n))
 }
 
 // Done reports a finished stream.
 func (p *Progress) Done(label string, n int64, d time.Duration) {
-	p.Step("  %s: %s in %s", label, humanBytes(n), d.Round(10*time.Millisecond))
+	p.Step("  %s: %s in %s", label, HumanBytes(n), d.Round(10*time.Millisecond))
 }
 
 // Warning prints a warning.
@@ -48,7 +48,8 @@ func (p *Progress) elapsed() string {
 	return fmt.Sprintf("[%5.1fs]", time.Since(p.Started).Seconds())
 }
 
-func humanBytes(n int64) string {
+// HumanBytes renders a size as B, kB or MB.
+func HumanBytes(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
