@@ -53,6 +53,7 @@ type LiveOptions struct {
 	StartTimeout   time.Duration
 	Deadline       time.Duration
 	Reader         string
+	MetricsPort    int
 }
 
 // AddFlags registers the input flags on cmd; kube selects the cluster for
@@ -78,6 +79,7 @@ func (l *LiveOptions) AddFlags(cmd *cobra.Command) {
 	fs.DurationVar(&l.StartTimeout, "pod-timeout", 2*time.Minute, "how long to wait for the debug pod to run")
 	fs.DurationVar(&l.Deadline, "pod-deadline", 10*time.Minute, "activeDeadlineSeconds of the debug pod: the kubelet stops it after this even if the plugin is killed")
 	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read whole iptables-nft tables: save (iptables-nft-save: with rule comments, minutes on big nodes), nft (nft list table: ~7x faster, no comments), or auto (save below 1000 services, nft above)")
+	fs.IntVar(&l.MetricsPort, "metrics-port", 0, "kube-proxy's metrics port on the node's loopback; default: from metricsBindAddress in kube-proxy's ConfigMap, else 10249")
 	_ = cmd.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("reader", cobra.FixedCompletions(collect.Readers, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -272,7 +274,7 @@ func (o *SourceOptions) Collect(dir string) (*collect.Manifest, error) {
 		Options: collect.Options{
 			Node: o.Node, Via: o.Live.Via, Image: o.Live.Image, DebugNamespace: o.Live.DebugNamespace,
 			StartTimeout: o.Live.StartTimeout, Deadline: o.Live.Deadline, Reader: o.Live.Reader,
-			ServiceNamespace: o.ServiceNamespace, ServiceName: o.ServiceName, Objects: objs,
+			ServiceNamespace: o.ServiceNamespace, ServiceName: o.ServiceName, Objects: objs, MetricsPort: o.Live.MetricsPort,
 		},
 	}
 	return c.Collect(o.Context())

@@ -61,6 +61,9 @@ const (
 	KindConfig    = "config"
 	KindObjects   = "objects"
 	KindProxyMode = "proxymode"
+	// KindFailed is the partial output of a command that failed and was
+	// replaced by its fallback: kept for the record, never parsed.
+	KindFailed = "failed"
 )
 
 // BundleAPIVersion is the manifest's schema version.

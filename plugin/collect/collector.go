@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
 // Ways to reach the node.
@@ -73,9 +76,6 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	if c.MetricsPort == 0 {
-		c.MetricsPort = 10249
-	}
 	if c.DebugNamespace == "" {
 		c.DebugNamespace = "default"
 	}
@@ -98,6 +98,9 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 		if err := c.writeObjects(ctx, node); err != nil {
 			return nil, err
 		}
+	}
+	if c.MetricsPort == 0 {
+		c.MetricsPort = c.metricsPortFromConfig(ctx)
 	}
 	via, err := c.chooseVia(ctx)
 	if err != nil {
@@ -202,6 +205,32 @@ func kubeProxyContainer(p *corev1.Pod) *corev1.Container {
 		return &p.Spec.Containers[0]
 	}
 	return nil
+}
+
+// metricsPortFromConfig reads metricsBindAddress from kube-proxy's
+// ConfigMap; 10249, kube-proxy's default, when it cannot.
+func (c *Collector) metricsPortFromConfig(ctx context.Context) int {
+	if c.proxyPod == nil {
+		return 10249
+	}
+	cm, err := c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, configMapName(c.proxyPod), metav1.GetOptions{})
+	if err != nil {
+		return 10249
+	}
+	cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+	data, err := json.Marshal(cm)
+	if err != nil {
+		return 10249
+	}
+	cfg, err := inspect.ParseProxyConfig(bytes.NewReader(data), "configmap")
+	if err != nil {
+		return 10249
+	}
+	_, port, err := net.SplitHostPort(cfg.MetricsBindAddress)
+	if n, perr := strconv.Atoi(port); err == nil && perr == nil && n > 0 {
+		return n
+	}
+	return 10249
 }
 
 // configMapName is the ConfigMap kube-proxy's pod mounts its config from.
@@ -532,13 +561,15 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 		}
 	} else if ctx.Err() != nil {
 		return p, ctx.Err()
+	} else {
+		c.Progress.Step("kube-proxy's /proxyMode did not answer (%s): asking nft which tables exist, which takes long on big nodes", firstLine(err.Error()))
 	}
-	p.ServiceRules = -1
-	// `nft list tables` loads the whole ruleset (4 s for 90k rules on
-	// iptables-nft): it runs only when kube-proxy did not say its mode.
-	// iptables-nft -S KUBE-SERVICES is instant, and sizes the table.
+	// `nft list tables` loads the whole ruleset (minutes for 380k rules
+	// of iptables-nft): it runs only when kube-proxy did not say its mode.
+	// iptables-nft -S of one small chain is instant and says whether
+	// kube-proxy wrote rules through iptables-nft.
 	cmds := []NodeCommand{IPTablesVersion("iptables"), NFTVersion(),
-		ListChain("iptables-nft", "nat", "KUBE-SERVICES"), ListChain("ip6tables-nft", "nat", "KUBE-SERVICES")}
+		ListChain("iptables-nft", "nat", "KUBE-POSTROUTING"), ListChain("ip6tables-nft", "nat", "KUBE-POSTROUTING")}
 	if p.ProxyMode == "" {
 		cmds = append(cmds, NFTTables())
 	}
@@ -553,9 +584,6 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 	}
 	p.Backend = ParseIPTablesVersion(outs[0].String())
 	p.NFTKnown = rcs[1] == 0
-	if rcs[2] == 0 {
-		p.ServiceRules = ParseServiceRules(outs[2].String())
-	}
 	switch {
 	case len(cmds) == 5 && rcs[4] == 0:
 		p.NFTTables = ParseNFTTables(outs[4].String())
@@ -647,11 +675,18 @@ func (c *Collector) runToFiles(ctx context.Context, t Target, cmds []NodeCommand
 		}
 		if rcs[i] != 0 {
 			bf.Error = fmt.Sprintf("exit status %d", rcs[i])
-			if cmd.Argv[0] == "nft" && cmd.Argv[1] == "-j" {
-				text := NFTTable(cmd.Argv[4], cmd.Argv[5], false)
-				text.Optional = cmd.Optional
-				retry = append(retry, text)
-				bf.Error += " (nft without JSON support? read again as text)"
+			if len(cmd.Fallback) > 0 {
+				var names []string
+				for _, f := range cmd.Fallback {
+					f.Optional = f.Optional || cmd.Optional
+					retry = append(retry, f)
+					names = append(names, strings.Join(f.Argv, " "))
+				}
+				bf.Error += " (read again with " + strings.Join(names, ", ") + ")"
+				bf.Kind = KindFailed // kept for the record, not read
+				if !cmd.Optional {
+					c.warn("%s failed (%s)%s: reading with %s instead", bf.Command, bf.Error[:strings.Index(bf.Error, " (")], stderrHint(stderr), strings.Join(names, ", "))
+				}
 			} else if bf.Bytes == 0 && !cmd.Optional {
 				c.warn("%s failed (%s)%s", bf.Command, bf.Error, stderrHint(stderr))
 			}
@@ -659,7 +694,7 @@ func (c *Collector) runToFiles(ctx context.Context, t Target, cmds []NodeCommand
 		c.man.Files = append(c.man.Files, bf)
 	}
 	if len(retry) > 0 {
-		return c.runToFiles(ctx, t, retry, "reading nftables as text")
+		return c.runToFiles(ctx, t, retry, "reading again what failed")
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ type NodeCommand struct {
 	// Optional: the command may fail (a table that may not exist) without
 	// a warning; the manifest still records its exit status.
 	Optional bool
+	// Fallback is run instead when the command fails: nft -j as text,
+	// iptables-nft-save as nft list table.
+	Fallback []NodeCommand
 }
 
 // Kinds of output.
@@ -122,13 +125,13 @@ func Save(program string) NodeCommand {
 
 // NFTTable lists one nftables table, as JSON or text.
 func NFTTable(family, table string, json bool) NodeCommand {
-	argv := []string{"nft", "list", "table", family, table}
-	id := "nft-" + family + "-" + table
-	if json {
-		argv = []string{"nft", "-j", "list", "table", family, table}
-		id += ".json"
+	text := NodeCommand{ID: "nft-" + family + "-" + table, Argv: []string{"nft", "list", "table", family, table}, Kind: KindRuleset}
+	if !json {
+		return text
 	}
-	return NodeCommand{ID: id, Argv: argv, Kind: KindRuleset}
+	// An nft built without JSON (distroless-iptables v0.9.4-v0.9.5) fails:
+	// read the text instead.
+	return NodeCommand{ID: text.ID + ".json", Argv: []string{"nft", "-j", "list", "table", family, table}, Kind: KindRuleset, Fallback: []NodeCommand{text}}
 }
 
 // NFTVersion is "nft --version": is there an nft at all.

@@ -68,7 +68,9 @@ func TestPlansOnlyAllowed(t *testing.T) {
 	all = append(all, FirstChains("iptables-nft", []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP"})...)
 	all = append(all, FirstChains("ip6tables-nft", nil)...)
 	all = append(all, IPTablesVersion("iptables"), NFTTables(), NFTTable("ip", "kube-proxy", true), NFTTable("ip6", "kube-proxy", false))
-	for _, c := range all {
+	for i := 0; i < len(all); i++ {
+		c := all[i]
+		all = append(all, c.Fallback...)
 		if err := c.Check(); err != nil {
 			t.Errorf("%s: %v", c.ID, err)
 		}
@@ -79,10 +81,15 @@ func TestPlansOnlyAllowed(t *testing.T) {
 }
 
 func TestFullPlan(t *testing.T) {
-	ids := func(cmds []NodeCommand) string {
+	var ids func(cmds []NodeCommand) string
+	ids = func(cmds []NodeCommand) string {
 		var s []string
 		for _, c := range cmds {
-			s = append(s, c.ID)
+			id := c.ID
+			if len(c.Fallback) > 0 && !strings.HasSuffix(c.ID, ".json") {
+				id += "(" + ids(c.Fallback) + ")"
+			}
+			s = append(s, id)
 		}
 		return strings.Join(s, " ")
 	}
@@ -92,16 +99,12 @@ func TestFullPlan(t *testing.T) {
 		reader string
 		want   string
 	}{
-		{"big iptables-nft read with nft", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip filter", "ip nat", "ip6 nat"}, ServiceRules: 5000}, ReaderAuto,
-			"nft-ip-nat nft-ip-filter nft-ip6-nat iptables-legacy-save ip6tables-legacy-save"},
-		{"small iptables-nft read with save", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip filter", "ip nat", "ip6 nat"}, ServiceRules: 999}, ReaderAuto,
-			"iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save"},
-		{"--reader nft on a small node", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}, ServiceRules: 3}, ReaderNFT,
+		{"iptables-nft: save, nft if it fails", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip filter", "ip nat", "ip6 nat"}}, ReaderAuto,
+			"iptables-nft-save(nft-ip-nat nft-ip-filter) ip6tables-nft-save(nft-ip6-nat) iptables-legacy-save ip6tables-legacy-save"},
+		{"--reader nft", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, ReaderNFT,
 			"nft-ip-nat iptables-legacy-save ip6tables-legacy-save"},
-		{"size unknown: nft", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}, ServiceRules: -1}, ReaderAuto,
-			"nft-ip-nat iptables-legacy-save ip6tables-legacy-save"},
-		{"iptables-nft read with save", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, ReaderSave,
-			"iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save"},
+		{"iptables-nft read with save only", Probe{ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, ReaderSave,
+			"iptables-nft-save iptables-legacy-save ip6tables-legacy-save"},
 		{"no nft in the image", Probe{Backend: "legacy"}, ReaderAuto,
 			"iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save"},
 		{"nftables mode", Probe{ProxyMode: "nftables", NFTKnown: true, NFTTables: []string{"ip kube-proxy", "ip6 kube-proxy"}}, ReaderAuto,
@@ -159,9 +162,6 @@ func TestParseProbeOutputs(t *testing.T) {
 		if got := ParseIPTablesVersion(out); got != want {
 			t.Errorf("ParseIPTablesVersion(%q) = %q, want %q", out, got, want)
 		}
-	}
-	if n := ParseServiceRules("-N KUBE-SERVICES\n-A KUBE-SERVICES -j A\n-A KUBE-SERVICES -j B\n"); n != 2 {
-		t.Errorf("ParseServiceRules = %d, want 2", n)
 	}
 	got := ParseNFTTables("table ip nat\ntable ip6 kube-proxy\ntable inet filter\n# comment\n")
 	if strings.Join(got, ",") != "inet filter,ip nat,ip6 kube-proxy" {
