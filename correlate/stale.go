@@ -302,7 +302,6 @@ func verdictTarget(el *knftables.Element) string {
 	return ""
 }
 
-
 // staleElements finds map elements pointing at stale or missing chains,
 // and no-endpoint elements naming service ports that are gone.
 func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph) []StaleElement {

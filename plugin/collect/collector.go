@@ -9,8 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
