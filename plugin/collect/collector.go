@@ -590,13 +590,13 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 	case p.NFTKnown:
 		// The tables kube-proxy's mode implies, and iptables-nft's where
 		// its KUBE-SERVICES chain exists.
+		p.guessed = true
 		if p.ProxyMode == "nftables" {
 			p.NFTTables = append(p.NFTTables, "ip kube-proxy", "ip6 kube-proxy")
-			p.guessed = true
 		}
 		for i, fam := range []string{"ip", "ip6"} {
 			if rcs[2+i] == 0 {
-				p.NFTTables = append(p.NFTTables, fam+" filter", fam+" nat")
+				p.NFTTables = append(p.NFTTables, fam+" filter", fam+" mangle", fam+" nat")
 			}
 		}
 		sort.Strings(p.NFTTables)

@@ -18,8 +18,8 @@ type Probe struct {
 	// false when nft could not be run (no nft in the image).
 	NFTTables []string
 	NFTKnown  bool
-	// guessed: NFTTables lists kube-proxy's tables from its mode, not from
-	// nft; reading one that is not there is no error.
+	// guessed: NFTTables lists the tables kube-proxy's mode and chains
+	// imply, not what nft listed; reading one that is not there is no error.
 	guessed bool
 }
 
@@ -111,7 +111,9 @@ func FullPlan(p Probe, reader string) []NodeCommand {
 		var viaNFT []NodeCommand
 		for _, table := range []string{"nat", "filter", "mangle"} {
 			if p.hasNFT(fam, table) {
-				viaNFT = append(viaNFT, NFTTable(fam, table, false))
+				c := NFTTable(fam, table, false)
+				c.Optional = p.guessed
+				viaNFT = append(viaNFT, c)
 			}
 		}
 		save := Save(map[string]string{"ip": "iptables-nft-save", "ip6": "ip6tables-nft-save"}[fam])
