@@ -401,6 +401,11 @@ func (c *Collector) startDebugPod(ctx context.Context) (*corev1.Pod, error) {
 	spec := DebugPod(PodOptions{Node: c.Node, Namespace: c.DebugNamespace, Image: image, PullPolicy: pull, DeadlineSeconds: deadline, StartedBy: c.whoAmI(ctx)})
 	c.Progress.Step("creating pod %s/%s on node %s (image %s)", c.DebugNamespace, spec.Name, c.Node, image)
 	pod, err := c.Client.CoreV1().Pods(c.DebugNamespace).Create(ctx, spec, metav1.CreateOptions{})
+	if err != nil && ctx.Err() != nil {
+		// Interrupted while the request was out: the pod may exist. Its
+		// name is ours, so the caller deletes it by name.
+		return spec, ctx.Err()
+	}
 	if err != nil {
 		return nil, apiError(err, "create", "pods", c.DebugNamespace, "run the debug pod that reads the node's rules (or use --via kube-proxy)")
 	}
@@ -614,15 +619,17 @@ func (c *Collector) execError(ctx context.Context, err error, t Target, stderr s
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if se, ok := err.(interface{ Status() metav1.Status }); ok && se.Status().Reason == metav1.StatusReasonForbidden {
-		return &Forbidden{Verb: "create", Resource: "pods/exec", Namespace: t.Namespace, Why: "run the read commands in pod " + t.Pod, Err: err}
-	}
-	if apiErr := apiError(err, "create", "pods/exec", t.Namespace, "run the read commands in pod "+t.Pod); apiErr != nil {
-		if _, ok := apiErr.(*Forbidden); ok {
-			return apiErr
+	msg := err.Error()
+	// Through the WebSocket upgrade a refusal arrives as text, not a Status.
+	if apierrors.IsForbidden(err) || strings.Contains(msg, "is forbidden") {
+		verb := "create"
+		if strings.Contains(msg, "cannot get resource") {
+			verb = "get" // the WebSocket upgrade is a GET
 		}
+		return &Forbidden{Verb: verb, Resource: "pods/exec", Namespace: t.Namespace, Why: "run the read commands in pod " + t.Pod,
+			Hint: "Exec needs both get (WebSocket) and create (SPDY) on pods/exec", Err: err}
 	}
-	msg := firstLine(err.Error())
+	msg = firstLine(msg)
 	if s := strings.TrimSpace(stderr); s != "" {
 		msg += ": " + firstLine(s)
 	}

@@ -1287,3 +1287,27 @@ func TestCollectMetricsPortFromConfigMap(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-C while the create request is out: the pod may exist on the server
+// though the client saw only an error. Its name is the plugin's own, so it
+// is deleted by name all the same.
+func TestCollectInterruptedCreate(t *testing.T) {
+	e := newEnv(t, defaultObjects()...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if err := e.client.Tracker().Create(podsGVR, pod, pod.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		return true, nil, context.Canceled
+	})
+	_, err := e.collector(Options{Node: testNode, Via: ViaDebugPod}).Collect(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Collect: %v, want context.Canceled", err)
+	}
+	if left := e.managedPods(t); len(left) > 0 {
+		t.Errorf("pod %s/%s left behind after an interrupted create", left[0].Namespace, left[0].Name)
+	}
+}
