@@ -111,8 +111,5 @@ func (e *NoKubeProxyError) Error() string {
 		"If kube-proxy runs outside a pod (k3s, a systemd unit), pass --image with an image that has iptables and nft to read the node anyway", e.Node)
 }
 
-// IsNotFound reports a missing object anywhere in err's chain.
-func IsNotFound(err error) bool {
-	var s apierrors.APIStatus
-	return errors.As(err, &s) && apierrors.IsNotFound(err)
-}
+// IsNotFound reports a missing object.
+func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
