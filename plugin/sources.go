@@ -41,8 +41,9 @@ type SourceOptions struct {
 
 	kube *genericclioptions.ConfigFlags
 	cmd  *cobra.Command
-	// Collected is the manifest of the bundle read (live or --from-bundle).
-	Collected *collect.Manifest
+	// collected is the manifest of the bundle being read (live or
+	// --from-bundle), on Load's copy.
+	collected *collect.Manifest
 }
 
 // LiveOptions are the flags of live collection.
@@ -182,7 +183,6 @@ func (o *SourceOptions) Load() (*Loaded, error) {
 		defer b.Close()
 		src.addBundle(b, userObjects)
 	}
-	o.Collected = src.Collected
 	if o.Node == "" {
 		o.Node = src.Node
 	}
@@ -190,7 +190,7 @@ func (o *SourceOptions) Load() (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.Collected = src.Collected
+	l.Collected = src.collected
 	return l, nil
 }
 
@@ -200,7 +200,7 @@ func clip(s []string) []string { return s[:len(s):len(s)] }
 // --from-objects win over the bundle's.
 func (o *SourceOptions) addBundle(b *collect.Bundle, userObjects bool) {
 	m := b.Manifest
-	o.Collected = &m
+	o.collected = &m
 	if o.Node == "" {
 		o.Node = m.Node
 	}
