@@ -79,7 +79,7 @@ func (l *LiveOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&l.DebugNamespace, "debug-namespace", "default", "namespace of the debug pod (Pod Security must allow the privileged level there)")
 	fs.DurationVar(&l.StartTimeout, "pod-timeout", 2*time.Minute, "how long to wait for the debug pod to run")
 	fs.DurationVar(&l.Deadline, "pod-deadline", 10*time.Minute, "activeDeadlineSeconds of the debug pod: the kubelet stops it after this even if the plugin is killed")
-	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read whole iptables-nft tables: save (iptables-nft-save: with rule comments, minutes on big nodes), nft (nft list table: ~7x faster, no comments), or auto (save below 1000 services, nft above)")
+	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read whole iptables-nft tables: save (iptables-nft-save, with rule comments), nft (nft list table, no comments), or auto (save, then nft if the save fails)")
 	fs.IntVar(&l.MetricsPort, "metrics-port", 0, "kube-proxy's metrics port on the node's loopback; default: from metricsBindAddress in kube-proxy's ConfigMap, else 10249")
 	_ = cmd.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("reader", cobra.FixedCompletions(collect.Readers, cobra.ShellCompDirectiveNoFileComp))
