@@ -156,8 +156,8 @@ func TestLiveMapMatchesOffline(t *testing.T) {
 			if live.Summary.Unowned != 0 {
 				t.Errorf("live map: %d chains without owner", live.Summary.Unowned)
 			}
-			// nft list table reads iptables-nft ~7x faster on big nodes: the
-			// same chains and owners; stale chains lose their comments.
+			// nft list table (the fallback when the save fails): the same
+			// chains and owners; stale chains lose their comments.
 			fast := runLiveMap(t, "--node", node, "--reader", "nft")
 			diffAttribution(t, "--reader nft", attribution(fast.chainMap, false), attribution(want, false))
 			t.Logf("%s: %d chains, %d stale, read by %s", node, fast.Summary.Chains, fast.Summary.Stale, files(fast.Collection))
