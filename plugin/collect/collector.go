@@ -67,7 +67,11 @@ type Collector struct {
 	man      Manifest
 	objects  *correlate.Objects
 	proxyPod *corev1.Pod
-	now      func() time.Time
+	// kube-proxy's ConfigMap, fetched once (kubeProxyConfigMap).
+	cm        *corev1.ConfigMap
+	cmErr     error
+	cmFetched bool
+	now       func() time.Time
 }
 
 // Collect reads the node. The debug pod, if one was made, is deleted before
@@ -213,11 +217,10 @@ func (c *Collector) metricsPortFromConfig(ctx context.Context) int {
 	if c.proxyPod == nil {
 		return 10249
 	}
-	cm, err := c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, configMapName(c.proxyPod), metav1.GetOptions{})
+	cm, err := c.kubeProxyConfigMap(ctx)
 	if err != nil {
 		return 10249
 	}
-	cm.APIVersion, cm.Kind = "v1", "ConfigMap"
 	data, err := json.Marshal(cm)
 	if err != nil {
 		return 10249
@@ -231,6 +234,19 @@ func (c *Collector) metricsPortFromConfig(ctx context.Context) int {
 		return n
 	}
 	return 10249
+}
+
+// kubeProxyConfigMap fetches the ConfigMap of the node's kube-proxy pod,
+// once: the objects file and the metrics port both want it.
+func (c *Collector) kubeProxyConfigMap(ctx context.Context) (*corev1.ConfigMap, error) {
+	if !c.cmFetched {
+		c.cmFetched = true
+		c.cm, c.cmErr = c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, configMapName(c.proxyPod), metav1.GetOptions{})
+		if c.cmErr == nil {
+			c.cm.APIVersion, c.cm.Kind = "v1", "ConfigMap"
+		}
+	}
+	return c.cm, c.cmErr
 }
 
 // configMapName is the ConfigMap kube-proxy's pod mounts its config from.
@@ -296,7 +312,7 @@ func (c *Collector) writeObjects(ctx context.Context, node *corev1.Node) error {
 			return err
 		}
 		name := configMapName(c.proxyPod)
-		cm, err := c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, name, metav1.GetOptions{})
+		cm, err := c.kubeProxyConfigMap(ctx)
 		switch {
 		case err == nil:
 			if err := add("v1", "ConfigMap", cm); err != nil {
@@ -573,13 +589,17 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 	// of iptables-nft): it runs only when kube-proxy did not say its mode.
 	// iptables-nft -S of one small chain is instant and says whether
 	// kube-proxy wrote rules through iptables-nft.
+	const version, nftVersion, natV4, natV6, tables = 0, 1, 2, 3, 4 // indices in cmds
 	cmds := []NodeCommand{IPTablesVersion("iptables"), NFTVersion(),
 		ListChain("iptables-nft", "nat", "KUBE-POSTROUTING"), ListChain("ip6tables-nft", "nat", "KUBE-POSTROUTING")}
 	if p.ProxyMode == "" {
 		cmds = append(cmds, NFTTables())
 	}
 	outs := make([]bytes.Buffer, len(cmds))
-	rcs := []int{-1, -1, -1, -1, -1}
+	rcs := make([]int, len(cmds))
+	for i := range rcs {
+		rcs[i] = -1
+	}
 	stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
 		Open: func(i int) (io.Writer, error) { return &outs[i], nil },
 		Done: func(i, rc int) { rcs[i] = rc },
@@ -587,11 +607,11 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 	if err != nil {
 		return p, c.execError(ctx, err, t, stderr)
 	}
-	p.Backend = ParseIPTablesVersion(outs[0].String())
-	p.NFTKnown = rcs[1] == 0
+	p.Backend = ParseIPTablesVersion(outs[version].String())
+	p.NFTKnown = rcs[nftVersion] == 0
 	switch {
-	case len(cmds) == 5 && rcs[4] == 0:
-		p.NFTTables = ParseNFTTables(outs[4].String())
+	case len(cmds) > tables && rcs[tables] == 0:
+		p.NFTTables = ParseNFTTables(outs[tables].String())
 	case p.NFTKnown:
 		// The tables kube-proxy's mode implies, and iptables-nft's where
 		// its KUBE-SERVICES chain exists.
@@ -600,7 +620,7 @@ func (c *Collector) probe(ctx context.Context, t Target) (Probe, error) {
 			p.NFTTables = append(p.NFTTables, "ip kube-proxy", "ip6 kube-proxy")
 		}
 		for i, fam := range []string{"ip", "ip6"} {
-			if rcs[2+i] == 0 {
+			if rcs[natV4+i] == 0 {
 				p.NFTTables = append(p.NFTTables, fam+" filter", fam+" mangle", fam+" nat")
 			}
 		}
@@ -681,7 +701,8 @@ func (c *Collector) runToFiles(ctx context.Context, t Target, cmds []NodeCommand
 			bf.Bytes, bf.Seconds = counters[i].n, counters[i].seconds
 		}
 		if rcs[i] != 0 {
-			bf.Error = fmt.Sprintf("exit status %d", rcs[i])
+			status := fmt.Sprintf("exit status %d", rcs[i])
+			bf.Error = status
 			if len(cmd.Fallback) > 0 {
 				var names []string
 				for _, f := range cmd.Fallback {
@@ -692,7 +713,7 @@ func (c *Collector) runToFiles(ctx context.Context, t Target, cmds []NodeCommand
 				bf.Error += " (read again with " + strings.Join(names, ", ") + ")"
 				bf.Kind = KindFailed // kept for the record, not read
 				if !cmd.Optional {
-					c.warn("%s failed (%s)%s: reading with %s instead", bf.Command, bf.Error[:strings.Index(bf.Error, " (")], stderrHint(stderr), strings.Join(names, ", "))
+					c.warn("%s failed (%s)%s: reading with %s instead", bf.Command, status, stderrHint(stderr), strings.Join(names, ", "))
 				}
 			} else if bf.Bytes == 0 && !cmd.Optional {
 				c.warn("%s failed (%s)%s", bf.Command, bf.Error, stderrHint(stderr))

@@ -1286,6 +1286,15 @@ func TestCollectMetricsPortFromConfigMap(t *testing.T) {
 			t.Errorf("GET on port %d, want 10999 from the ConfigMap", p)
 		}
 	}
+	gets := 0
+	for _, a := range e.client.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "configmaps" {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Errorf("kube-proxy's ConfigMap fetched %d times, want once (objects and metrics port share it)", gets)
+	}
 }
 
 // Ctrl-C while the create request is out: the pod may exist on the server

@@ -131,7 +131,7 @@ func TestChainPlan(t *testing.T) {
 		{Probe{ProxyMode: "ipvs", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat"}}, false},
 	}
 	for _, tt := range tests {
-		if _, _, ok := ChainPlan(tt.probe); ok != tt.ok {
+		if ok := ChainPlan(tt.probe); ok != tt.ok {
 			t.Errorf("ChainPlan(%+v) ok = %v, want %v", tt.probe, ok, tt.ok)
 		}
 	}
@@ -258,11 +258,9 @@ func TestScriptDemuxWithRealShell(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
-	nftPath, err := exec.LookPath("nft")
-	if err != nil {
+	if _, err := exec.LookPath("nft"); err != nil {
 		t.Skip("nft not installed: hack/test-deps.sh installs it")
 	}
-	_ = nftPath
 	cmds := []NodeCommand{
 		{ID: "v", Argv: []string{"nft", "--version"}},
 		{ID: "bad", Argv: []string{"iptables-nft", "-t", "nat", "-S", "KUBE-DOES-NOT-EXIST"}},

@@ -51,7 +51,7 @@ func apiError(err error, verb, resource, namespace, why string) error {
 	}
 	switch {
 	case isPodSecurity(err):
-		return podSecurityError(err, namespace)
+		return &PodSecurityError{Namespace: namespace, Err: err}
 	case apierrors.IsForbidden(err) && isRBAC(err):
 		return &Forbidden{Verb: verb, Resource: resource, Namespace: namespace, Why: why, Err: err}
 	case apierrors.IsForbidden(err):
@@ -97,10 +97,6 @@ func (e *PodSecurityError) Error() string {
 }
 
 func (e *PodSecurityError) Unwrap() error { return e.Err }
-
-func podSecurityError(err error, namespace string) error {
-	return &PodSecurityError{Namespace: namespace, Err: err}
-}
 
 // NoKubeProxyError says the node runs no kube-proxy pod.
 type NoKubeProxyError struct{ Node string }

@@ -143,16 +143,14 @@ var (
 // tables are as fast: nftables mode (kube-proxy's tables are compact and
 // nft reads them in one go) and the legacy backend (legacy iptables reads
 // the whole table for every -S, so one save is faster than a few -S).
-func ChainPlan(p Probe) (program6, program4 string, ok bool) {
+func ChainPlan(p Probe) bool {
 	if p.ProxyMode == "nftables" || p.ProxyMode == "ipvs" || p.Backend != "nf_tables" {
-		return "", "", false
+		return false
 	}
-	if !p.NFTKnown || (!p.hasNFT("ip", "nat") && !p.hasNFT("ip6", "nat")) {
-		// kube-proxy's rules are not on this backend (a mismatch or not
-		// iptables mode): read everything and let the analyses say so.
-		return "", "", false
-	}
-	return "ip6tables-nft", "iptables-nft", true
+	// Without a nat table on nf_tables, kube-proxy's rules are not on this
+	// backend (a mismatch, or not iptables mode): read everything and let
+	// the analyses say so.
+	return p.NFTKnown && (p.hasNFT("ip", "nat") || p.hasNFT("ip6", "nat"))
 }
 
 // FirstChains is the first round of a service-scoped read: the fixed entry

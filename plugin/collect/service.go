@@ -23,8 +23,7 @@ const maxRounds = 4
 // facts: 0.06 s for KUBE-SERVICES against minutes for iptables-nft-save on
 // a big node). It returns false when the whole tables should be read.
 func (c *Collector) readService(ctx context.Context, t Target, probe Probe) (bool, error) {
-	prog6, prog4, ok := ChainPlan(probe)
-	if !ok || c.objects == nil {
+	if !ChainPlan(probe) || c.objects == nil {
 		return false, nil
 	}
 	var sps []*correlate.ServicePort
@@ -47,11 +46,14 @@ func (c *Collector) readService(ctx context.Context, t Target, probe Probe) (boo
 	}
 	c.man.Scope = "service " + c.ServiceNamespace + "/" + c.ServiceName
 	names := correlate.ChainsOfService(sps)
-	for _, prog := range []string{prog4, prog6} {
-		if prog == prog4 && !v4 || prog == prog6 && !v6 {
+	for _, fam := range []struct {
+		prog   string
+		wanted bool
+	}{{"iptables-nft", v4}, {"ip6tables-nft", v6}} {
+		if !fam.wanted {
 			continue
 		}
-		if err := c.readChains(ctx, t, prog, names); err != nil {
+		if err := c.readChains(ctx, t, fam.prog, names); err != nil {
 			return true, err
 		}
 	}
