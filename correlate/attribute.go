@@ -8,20 +8,7 @@ import (
 	"strings"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
-	"sigs.k8s.io/knftables"
-)
-
-// Kind says what a kube-proxy chain is for.
-type Kind string
-
-const (
-	KindService  Kind = "service"  // KUBE-SVC-, service-
-	KindLocal    Kind = "local"    // KUBE-SVL-, local-, pre-1.24 KUBE-XLB-
-	KindExternal Kind = "external" // KUBE-EXT-, external-
-	KindFirewall Kind = "firewall" // KUBE-FW-, firewall-
-	KindEndpoint Kind = "endpoint" // KUBE-SEP-, endpoint-
-	KindFixed    Kind = "fixed"    // KUBE-SERVICES, services, …
-	KindUnknown  Kind = "unknown"  // a KUBE- chain kube-proxy does not write
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // Evidence says how an owner was established: a set of reasons, which
@@ -101,15 +88,15 @@ type TableRef struct {
 // stable schema of `map -o json` (TableRef's fields appear inline).
 type ChainOwner struct {
 	*TableRef
-	Chain       string   `json:"chain"`
-	Kind        Kind     `json:"kind"`
-	ServicePort string   `json:"servicePort"`
-	Protocol    string   `json:"protocol,omitempty"`
-	Endpoint    string   `json:"endpoint,omitempty"`
-	Evidence    Evidence `json:"evidence"`
-	Rules       int32    `json:"rules"`
-	Stale       bool     `json:"stale"`
-	Note        string   `json:"note,omitempty"`
+	Chain       string              `json:"chain"`
+	Kind        kubeproxy.ChainKind `json:"kind"`
+	ServicePort string              `json:"servicePort"`
+	Protocol    string              `json:"protocol,omitempty"`
+	Endpoint    string              `json:"endpoint,omitempty"`
+	Evidence    Evidence            `json:"evidence"`
+	Rules       int32               `json:"rules"`
+	Stale       bool                `json:"stale"`
+	Note        string              `json:"note,omitempty"`
 }
 
 // Result is the attribution of every kube-proxy chain of a ruleset.
@@ -283,14 +270,14 @@ var fixedIPTablesChains = map[string]string{
 
 var iptablesPrefixKinds = []struct {
 	prefix string
-	kind   Kind
+	kind   kubeproxy.ChainKind
 }{
-	{PrefixService, KindService},
-	{PrefixLocal, KindLocal},
-	{PrefixExternal, KindExternal},
-	{PrefixFirewall, KindFirewall},
-	{PrefixEndpoint, KindEndpoint},
-	{PrefixXLB, KindLocal},
+	{kubeproxy.PrefixService, kubeproxy.KindService},
+	{kubeproxy.PrefixLocal, kubeproxy.KindLocal},
+	{kubeproxy.PrefixExternal, kubeproxy.KindExternal},
+	{kubeproxy.PrefixFirewall, kubeproxy.KindFirewall},
+	{kubeproxy.PrefixEndpoint, kubeproxy.KindEndpoint},
+	{kubeproxy.PrefixXLB, kubeproxy.KindLocal},
 }
 
 // iptables appends the chains of t to all. Service-level chains (SVC,
@@ -326,9 +313,9 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		if !strings.HasPrefix(c.Name, "KUBE-") {
 			continue
 		}
-		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: KindUnknown, Rules: int32(len(c.Rules))}
+		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: kubeproxy.KindUnknown, Rules: int32(len(c.Rules))}
 		if note, ok := fixedIPTablesChains[c.Name]; ok {
-			o.Kind, o.Note, o.Evidence = KindFixed, note, EvidenceFixed
+			o.Kind, o.Note, o.Evidence = kubeproxy.KindFixed, note, EvidenceFixed
 			out = append(out, o)
 			continue
 		}
@@ -340,14 +327,14 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 			}
 		}
 		switch {
-		case o.Kind == KindUnknown:
+		case o.Kind == kubeproxy.KindUnknown:
 			o.Note = "not a chain kube-proxy writes"
 			out = append(out, o)
 			continue
-		case strings.HasPrefix(c.Name, PrefixXLB):
+		case strings.HasPrefix(c.Name, kubeproxy.PrefixXLB):
 			o.Note = "pre-1.24 KUBE-XLB chain: kube-proxy ≥1.24 never deletes it"
 		}
-		if o.Kind == KindEndpoint {
+		if o.Kind == kubeproxy.KindEndpoint {
 			o.Endpoint = dnatTarget(c)
 			out = append(out, o)
 			if endpointChains == nil {
@@ -360,7 +347,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 			o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceHash
 			// kube-proxy ≥1.24 never writes KUBE-XLB-: whatever its hash
 			// says, no current kube-proxy owns it.
-			o.Stale = haveObjects && strings.HasPrefix(c.Name, PrefixXLB)
+			o.Stale = haveObjects && strings.HasPrefix(c.Name, kubeproxy.PrefixXLB)
 		} else if sp := idx.byLegacy[hash]; sp != nil {
 			o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceLegacyHash
 		} else {
@@ -608,29 +595,19 @@ func ruleProtocol(c *inspect.IPChain) string {
 	return ""
 }
 
-var nftKinds = map[string]Kind{
-	NFTPrefixService:  KindService,
-	NFTPrefixLocal:    KindLocal,
-	NFTPrefixExternal: KindExternal,
-	NFTPrefixFirewall: KindFirewall,
-	NFTPrefixEndpoint: KindEndpoint,
-}
-
-func nftFamily(f knftables.Family) string {
-	switch f {
-	case knftables.IPv4Family:
-		return string(inspect.IPv4)
-	case knftables.IPv6Family:
-		return string(inspect.IPv6)
-	}
-	return string(f)
+var nftKinds = map[string]kubeproxy.ChainKind{
+	kubeproxy.NFTPrefixService:  kubeproxy.KindService,
+	kubeproxy.NFTPrefixLocal:    kubeproxy.KindLocal,
+	kubeproxy.NFTPrefixExternal: kubeproxy.KindExternal,
+	kubeproxy.NFTPrefixFirewall: kubeproxy.KindFirewall,
+	kubeproxy.NFTPrefixEndpoint: kubeproxy.KindEndpoint,
 }
 
 // nftables appends the chains of t to out.
 func (idx *index) nftables(out []ChainOwner, t *inspect.NFTTable, haveObjects bool) []ChainOwner {
-	ref := &TableRef{Mode: "nftables", Family: nftFamily(t.Family), Table: t.Name}
+	ref := &TableRef{Mode: "nftables", Family: string(t.IPFamily()), Table: t.Name}
 	for _, c := range t.Chains {
-		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: KindFixed, Rules: int32(len(c.Rules)), Evidence: EvidenceFixed}
+		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: kubeproxy.KindFixed, Rules: int32(len(c.Rules)), Evidence: EvidenceFixed}
 		n, ok := ParseNFTName(c.Name)
 		if !ok || nftKinds[n.Prefix] == "" {
 			out = append(out, o)
@@ -638,7 +615,7 @@ func (idx *index) nftables(out []ChainOwner, t *inspect.NFTTable, haveObjects bo
 		}
 		o.Kind = nftKinds[n.Prefix]
 		base := c.Name[len(n.Prefix):]
-		if ref, ok := idx.nftBases()[base]; ok && (o.Kind == KindEndpoint) == (ref.endpoint != "") {
+		if ref, ok := idx.nftBases()[base]; ok && (o.Kind == kubeproxy.KindEndpoint) == (ref.endpoint != "") {
 			o.ServicePort, o.Protocol, o.Endpoint = ref.sp.String(), string(ref.sp.Protocol), ref.endpoint
 			o.Evidence = EvidenceHash
 			if n.HashOK {

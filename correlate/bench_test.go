@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
-	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
 	"github.com/proxyrules/kubectl-proxyrules/internal/synth"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // BenchmarkParseAndAttribute measures the whole offline path on a node with
@@ -25,7 +26,7 @@ func BenchmarkParseAndAttribute(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rs, err := inspect.ParseIPTables(bytes.NewReader(data), "bench")
+		rs, err := iptables.Parse(bytes.NewReader(data), "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func BenchmarkParseAndAttribute(b *testing.B) {
 			b.Fatalf("attributed %d chains, want %d", len(res.Chains), want-4)
 		}
 		for _, ch := range res.Chains {
-			if ch.Kind != correlate.KindFixed && ch.ServicePort == "" {
+			if ch.Kind != kubeproxy.KindFixed && ch.ServicePort == "" {
 				b.Fatalf("chain %s not attributed", ch.Chain)
 			}
 		}
@@ -46,7 +47,7 @@ func BenchmarkParseAndAttribute(b *testing.B) {
 	// Bytes allocated by one parse + attribute, as a multiple of the dump.
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	rs, _ := inspect.ParseIPTables(bytes.NewReader(data), "bench")
+	rs, _ := iptables.Parse(bytes.NewReader(data), "bench")
 	correlate.Attribute(rs, &correlate.Objects{Services: objs.Services, EndpointSlices: objs.EndpointSlices})
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(len(data)), "alloc/dump")
@@ -61,7 +62,7 @@ func BenchmarkStaleAfterDelete(b *testing.B) {
 	if err := c.WriteIPTablesSave(&dump); err != nil {
 		b.Fatal(err)
 	}
-	rs, err := inspect.ParseIPTables(bytes.NewReader(dump.Bytes()), "bench")
+	rs, err := iptables.Parse(bytes.NewReader(dump.Bytes()), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func BenchmarkStaleAfterDelete(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rep := correlate.FindStale(rs, res, objs, correlate.StaleOptions{})
+		rep := correlate.FindStale(rs, res, objs)
 		if len(rep.Chains) != 1000*21 {
 			b.Fatalf("%d stale chains, want %d", len(rep.Chains), 1000*21)
 		}

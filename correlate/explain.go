@@ -8,24 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/proxyrules/kubectl-proxyrules/inspect"
 	"sigs.k8s.io/knftables"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
-
-// Severity orders problems: errors first.
-type Severity string
-
-const (
-	SeverityError   Severity = "error"
-	SeverityWarning Severity = "warning"
-	SeverityInfo    Severity = "info"
-)
-
-// Problem is one finding, in words an on-call engineer can act on.
-type Problem struct {
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"`
-}
 
 // Explanation is what `explain` reports for one Service.
 type Explanation struct {
@@ -60,7 +47,39 @@ type PortPath struct {
 	// traffic, ending in a DNAT.
 	Routes    []Route        `json:"routes"`
 	Endpoints []EndpointPath `json:"endpoints"`
-	Problems  []Problem      `json:"problems"`
+
+	// What package diagnose judges, beyond the above.
+
+	// Missing lists the service's addresses that no entry catches, where
+	// kube-proxy writes one (a "no endpoints" reject counts as an entry).
+	Missing []MissingEntry `json:"-"`
+	// EmptyChains are the port's own chains that exist without rules.
+	EmptyChains []string `json:"-"`
+	// Misnamed are hops whose chain name belongs to another endpoint or
+	// service port than the one it DNATs to.
+	Misnamed []MisnamedHop `json:"-"`
+	// LocalPolicy: a Local traffic policy applies to some of its traffic;
+	// NodeKnown: the node is known, so local endpoints could be told.
+	LocalPolicy, NodeKnown bool `json:"-"`
+	// InternalExpected counts the endpoints kube-proxy should program for
+	// cluster-IP traffic on this node.
+	InternalExpected int `json:"-"`
+}
+
+// MissingEntry is an address of the service no rule or element catches.
+type MissingEntry struct {
+	// Kind: clusterIP, nodePort, or external (external and load-balancer
+	// IPs).
+	Kind    string
+	Address string
+}
+
+// MisnamedHop is a route hop whose chain name does not match its DNAT.
+type MisnamedHop struct {
+	Chain, Endpoint string
+	// NameSays is the endpoint the (nftables) name spells; "" in iptables,
+	// whose names are hashes.
+	NameSays string
 }
 
 // Entry is a rule or map element that matches the service's traffic.
@@ -242,9 +261,9 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 			if !t.IsKubeProxy() {
 				continue
 			}
-			fam := inspect.IPv4
+			fam := kubeproxy.IPv4
 			if t.Family == knftables.IPv6Family {
-				fam = inspect.IPv6
+				fam = kubeproxy.IPv6
 			}
 			if serviceHasFamily(sp, fam) {
 				ex.Ports = append(ex.Ports, explainNFTables(sp, t, fam, opts.Node))
@@ -257,7 +276,7 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 	return ex, nil
 }
 
-func findIPTable(rs *inspect.Ruleset, fam inspect.Family, name string, backend inspect.Backend) *inspect.IPTable {
+func findIPTable(rs *inspect.Ruleset, fam kubeproxy.Family, name string, backend kubeproxy.Backend) *inspect.IPTable {
 	var any *inspect.IPTable
 	for _, t := range rs.IPTables {
 		if t.Family == fam && t.Name == name {
@@ -270,9 +289,9 @@ func findIPTable(rs *inspect.Ruleset, fam inspect.Family, name string, backend i
 	return any
 }
 
-func serviceHasFamily(sp *ServicePort, fam inspect.Family) bool {
+func serviceHasFamily(sp *ServicePort, fam kubeproxy.Family) bool {
 	for _, ip := range sp.ClusterIPs {
-		if isIPv6(ip) == (fam == inspect.IPv6) {
+		if isIPv6(ip) == (fam == kubeproxy.IPv6) {
 			return true
 		}
 	}
@@ -292,11 +311,11 @@ type expectation struct {
 	byEndpoint map[string]Endpoint
 }
 
-func expect(sp *ServicePort, fam inspect.Family, node string) expectation {
+func expect(sp *ServicePort, fam kubeproxy.Family, node string) expectation {
 	e := expectation{cluster: map[string]bool{}, local: map[string]bool{}, localKnown: node != "", node: node, byEndpoint: map[string]Endpoint{}}
 	var ready, serving, localReady, localServing []Endpoint
 	for _, ep := range sp.Endpoints {
-		if ep.IPv6 != (fam == inspect.IPv6) {
+		if ep.IPv6 != (fam == kubeproxy.IPv6) {
 			continue
 		}
 		e.byEndpoint[ep.String()] = ep
@@ -385,12 +404,9 @@ func hostPort(ip string, port int32) string {
 func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[string][]entryRule, node string) PortPath {
 	spn, proto := sp.String(), sp.Proto()
 	hash := PortProtoHash(spn, proto)
-	svc, svl, ext, fw := PrefixService+hash, PrefixLocal+hash, PrefixExternal+hash, PrefixFirewall+hash
+	svc, svl, ext, fw := kubeproxy.PrefixService+hash, kubeproxy.PrefixLocal+hash, kubeproxy.PrefixExternal+hash, kubeproxy.PrefixFirewall+hash
 	pp := PortPath{ServicePort: spn, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort,
-		Mode: "iptables", Family: string(nat.Family), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}, Problems: []Problem{}}
-	problem := func(sev Severity, format string, args ...any) {
-		pp.Problems = append(pp.Problems, Problem{sev, fmt.Sprintf(format, args...)})
-	}
+		Mode: string(kubeproxy.ModeIPTables), Family: string(nat.Family), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}}
 	portStr := strconv.Itoa(int(sp.Port))
 	// Entry rules in nat.
 	entryTarget := map[string]string{} // kind → chain
@@ -479,7 +495,7 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 		}
 	}
 
-	exp := expect(sp, inspect.Family(pp.Family), node)
+	exp := expect(sp, kubeproxy.Family(pp.Family), node)
 	// Routes.
 	internalChain := entryTarget["clusterIP"]
 	if internalChain == "" {
@@ -513,23 +529,10 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	}
 	pp.Routes = routes
 
-	// Problems of the entry rules.
-	for _, ip := range sp.ClusterIPs {
-		if isIPv6(ip) != (pp.Family == string(inspect.IPv6)) {
-			continue
-		}
-		// No nat entry is right when the filter table rejects the cluster IP:
-		// no endpoints at all, or (internalTrafficPolicy Local) none on
-		// this node, which kube-proxy DROPs.
-		if entryTarget["clusterIP"] == "" && !hasEntryFor(pp.Entries, hostPort(ip, sp.Port), "noEndpoints", "noLocalEndpoints") {
-			problem(SeverityError, "no KUBE-SERVICES rule for the cluster IP %s: kube-proxy has not programmed this service port on this node (is kube-proxy running and syncing?)", hostPort(ip, sp.Port))
-		}
-	}
-	if sp.NodePort > 0 && entryTarget["nodePort"] == "" && !hasEntry(pp.Entries, "noEndpoints") && !hasEntry(pp.Entries, "noLocalEndpoints") {
-		problem(SeverityError, "no KUBE-NODEPORTS rule for node port %d", sp.NodePort)
-	}
+	// Addresses no entry catches.
+	missingEntries(&pp, sp, entryTarget)
 	for _, ip := range append(append([]string{}, sp.ExternalIPs...), sp.LoadBalancerIPs...) {
-		if isIPv6(ip) != (pp.Family == string(inspect.IPv6)) {
+		if isIPv6(ip) != (pp.Family == string(kubeproxy.IPv6)) {
 			continue
 		}
 		found := false
@@ -539,24 +542,41 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 			}
 		}
 		if !found {
-			problem(SeverityWarning, "no rule for external/load-balancer IP %s", hostPort(ip, sp.Port))
+			pp.Missing = append(pp.Missing, MissingEntry{"external", hostPort(ip, sp.Port)})
 		}
 	}
 	for _, c := range []string{svc, svl, ext, fw} {
 		if ch := nat.Chain(c); ch != nil && len(ch.Rules) == 0 {
-			problem(SeverityWarning, "chain %s exists but is empty", c)
+			pp.EmptyChains = append(pp.EmptyChains, c)
 		}
 	}
-	joinEndpoints(&pp, sp, exp, problem)
+	joinEndpoints(&pp, sp, exp)
 	for _, r := range pp.Routes {
 		for _, h := range r.Hops {
 			if h.Chain != "" && h.Endpoint != "" && EndpointChain(spn, proto, h.Endpoint) != h.Chain {
-				problem(SeverityError, "%s DNATs to %s, but its name belongs to a different endpoint or service port", h.Chain, h.Endpoint)
+				pp.Misnamed = append(pp.Misnamed, MisnamedHop{Chain: h.Chain, Endpoint: h.Endpoint})
 			}
 		}
 	}
-	sortProblems(pp.Problems)
 	return pp
+}
+
+// missingEntries records the cluster IPs and the node port no entry
+// catches. No nat entry is right when the filter table rejects the cluster
+// IP: no endpoints at all, or (internalTrafficPolicy Local) none on this
+// node, which kube-proxy DROPs.
+func missingEntries(pp *PortPath, sp *ServicePort, entryTarget map[string]string) {
+	for _, ip := range sp.ClusterIPs {
+		if isIPv6(ip) != (pp.Family == string(kubeproxy.IPv6)) {
+			continue
+		}
+		if entryTarget["clusterIP"] == "" && !hasEntryFor(pp.Entries, hostPort(ip, sp.Port), "noEndpoints", "noLocalEndpoints") {
+			pp.Missing = append(pp.Missing, MissingEntry{"clusterIP", hostPort(ip, sp.Port)})
+		}
+	}
+	if sp.NodePort > 0 && entryTarget["nodePort"] == "" && !hasEntry(pp.Entries, "noEndpoints") && !hasEntry(pp.Entries, "noLocalEndpoints") {
+		pp.Missing = append(pp.Missing, MissingEntry{"nodePort", strconv.Itoa(int(sp.NodePort))})
+	}
 }
 
 func hasEntry(entries []Entry, kind string) bool {
@@ -589,7 +609,7 @@ func iptRoute(nat *inspect.IPTable, sp *ServicePort, traffic string, prefix []st
 	}
 	remaining := 1.0
 	for _, r := range last.Rules {
-		if !strings.HasPrefix(r.Target, PrefixEndpoint) {
+		if !strings.HasPrefix(r.Target, kubeproxy.PrefixEndpoint) {
 			continue
 		}
 		if rec := recentOf(r); rec != nil && rec.Rcheck {
@@ -633,7 +653,7 @@ func recentOf(r *inspect.IPRule) *inspect.Recent {
 }
 
 // joinEndpoints compares the endpoints the routes reach with the slices.
-func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(Severity, string, ...any)) {
+func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
 	eps := map[string]*EndpointPath{}
 	get := func(ep string) *EndpointPath {
 		if eps[ep] == nil {
@@ -649,7 +669,6 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(
 		p.Local = exp.node != "" && e.NodeName == exp.node
 	}
 	internalExpected, externalExpected := exp.internal(sp), exp.external(sp)
-	localMatters := sp.InternalLocal || (sp.ExternalLocal && hasExternal(sp))
 	for ep := range internalExpected {
 		get(ep).Expected = true
 	}
@@ -658,8 +677,6 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(
 			get(ep).Expected = true
 		}
 	}
-	var internalSum, externalSum float64
-	haveInternal, haveExternal := false, false
 	for _, r := range pp.Routes {
 		for _, h := range r.Hops {
 			if h.Endpoint == "" {
@@ -680,13 +697,6 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(
 				p.ExternalShare = &s
 			}
 		}
-		if len(r.Hops) > 0 {
-			if r.Traffic == "internal" {
-				haveInternal, internalSum = true, r.ShareSum
-			} else {
-				haveExternal, externalSum = true, r.ShareSum
-			}
-		}
 	}
 	for _, p := range eps {
 		if p.ExternalShare != nil && math.Abs(*p.ExternalShare-p.Share) < 1e-9 {
@@ -695,73 +705,22 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation, problem func(
 		pp.Endpoints = append(pp.Endpoints, *p)
 	}
 	sort.Slice(pp.Endpoints, func(i, j int) bool { return pp.Endpoints[i].Endpoint < pp.Endpoints[j].Endpoint })
-	var missing, extra, terminating, unexpected []string
-	for _, p := range pp.Endpoints {
-		switch {
-		case p.Expected && !p.InRules:
-			missing = append(missing, p.Endpoint)
-		case p.InRules && !p.InSlices:
-			extra = append(extra, p.Endpoint)
-		case p.InRules && !p.Expected && p.Terminating != nil && *p.Terminating:
-			terminating = append(terminating, p.Endpoint)
-		case p.InRules && !p.Expected && localMatters && !exp.localKnown:
-			// Without the node, local-only expectations are unknown.
-		case p.InRules && !p.Expected:
-			unexpected = append(unexpected, p.Endpoint)
-		}
-	}
-	if len(missing) > 0 {
-		problem(SeverityError, "%s in the EndpointSlices and should be programmed, but no rule reaches %s: propagation lag or a failed sync", listEndpoints(missing), them(missing))
-	}
-	if len(extra) > 0 {
-		problem(SeverityError, "%s in the rules but not in the EndpointSlices: connections may go to pods that are gone", listEndpoints(extra))
-	}
-	if len(terminating) > 0 {
-		problem(SeverityWarning, "%s terminating but still %s new connections", listEndpoints(terminating), gets(terminating))
-	}
-	if len(unexpected) > 0 {
-		problem(SeverityWarning, "%s %s connections although kube-proxy would not program %s (not ready, or not local under a Local policy)", listEndpoints(unexpected), gets(unexpected), them(unexpected))
-	}
-	if localMatters && !exp.localKnown {
-		problem(SeverityInfo, "the traffic policy is Local: pass --node to check which endpoints are local")
-	}
-	if haveInternal && math.Abs(internalSum-1) > 1e-6 {
-		problem(SeverityError, "the endpoint shares of cluster-IP traffic add up to %.4f, not 1: some new connections match no endpoint", internalSum)
-	}
-	if haveExternal && math.Abs(externalSum-1) > 1e-6 {
-		problem(SeverityError, "the endpoint shares of external traffic add up to %.4f, not 1", externalSum)
-	}
-	expectedAny := len(internalExpected) > 0
-	if !expectedAny && !haveInternal && !hasEntry(pp.Entries, "noEndpoints") && !hasEntry(pp.Entries, "noLocalEndpoints") && len(pp.Entries) > 0 {
-		problem(SeverityWarning, "the service has no usable endpoints but no \"has no endpoints\" reject rule")
-	}
-	if !expectedAny && len(exp.byEndpoint) == 0 {
-		problem(SeverityInfo, "the EndpointSlices list no endpoints for this port (selector matches no ready pod?)")
-	}
-	if expectedAny && hasEntry(pp.Entries, "noEndpoints") {
-		problem(SeverityError, "connections are rejected as \"no endpoints\" although the EndpointSlices have ready endpoints: kube-proxy has not caught up")
-	}
+	pp.LocalPolicy = sp.InternalLocal || (sp.ExternalLocal && hasExternal(sp))
+	pp.NodeKnown = exp.localKnown
+	pp.InternalExpected = len(internalExpected)
 }
 
 func ptr[T any](v T) *T { return &v }
 
-func sortProblems(ps []Problem) {
-	rank := map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
-	sort.SliceStable(ps, func(i, j int) bool { return rank[ps[i].Severity] < rank[ps[j].Severity] })
-}
-
 // explainNFTables follows the service-ips / service-nodeports maps into
 // the service's chains and their numgen DNAT maps (or endpoint chains).
-func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam inspect.Family, node string) PortPath {
+func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam kubeproxy.Family, node string) PortPath {
 	spn, proto := sp.String(), sp.Proto()
 	base := NFTServiceBase(sp.Namespace, sp.Name, proto, sp.PortName)
-	svc, local, ext, fw := NFTPrefixService+base, NFTPrefixLocal+base, NFTPrefixExternal+base, NFTPrefixFirewall+base
+	svc, local, ext, fw := kubeproxy.NFTPrefixService+base, kubeproxy.NFTPrefixLocal+base, kubeproxy.NFTPrefixExternal+base, kubeproxy.NFTPrefixFirewall+base
 	own := map[string]bool{svc: true, local: true, ext: true, fw: true}
 	pp := PortPath{ServicePort: spn, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort,
-		Mode: "nftables", Family: string(fam), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}, Problems: []Problem{}}
-	problem := func(sev Severity, format string, args ...any) {
-		pp.Problems = append(pp.Problems, Problem{sev, fmt.Sprintf(format, args...)})
-	}
+		Mode: string(kubeproxy.ModeNFTables), Family: string(fam), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}}
 	portStr := strconv.Itoa(int(sp.Port))
 	entryTarget := map[string]string{}
 	for _, mapName := range []string{"service-ips", "service-nodeports", "firewall-ips", "no-endpoint-services", "no-endpoint-nodeports"} {
@@ -840,32 +799,18 @@ func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam inspect.Family, n
 			}
 		}
 	}
-	for _, ip := range sp.ClusterIPs {
-		if isIPv6(ip) != (fam == inspect.IPv6) {
-			continue
-		}
-		// No nat entry is right when the filter table rejects the cluster IP:
-		// no endpoints at all, or (internalTrafficPolicy Local) none on
-		// this node, which kube-proxy DROPs.
-		if entryTarget["clusterIP"] == "" && !hasEntryFor(pp.Entries, hostPort(ip, sp.Port), "noEndpoints", "noLocalEndpoints") {
-			problem(SeverityError, "no service-ips element for the cluster IP %s: kube-proxy has not programmed this service port on this node", hostPort(ip, sp.Port))
-		}
-	}
-	if sp.NodePort > 0 && entryTarget["nodePort"] == "" && !hasEntry(pp.Entries, "noEndpoints") && !hasEntry(pp.Entries, "noLocalEndpoints") {
-		problem(SeverityError, "no service-nodeports element for node port %d", sp.NodePort)
-	}
-	joinEndpoints(&pp, sp, exp, problem)
+	missingEntries(&pp, sp, entryTarget)
+	joinEndpoints(&pp, sp, exp)
 	for _, r := range pp.Routes {
 		for _, h := range r.Hops {
 			if h.Chain == "" || h.Endpoint == "" {
 				continue
 			}
 			if n, ok := ParseNFTName(h.Chain); ok && !n.Truncated && n.Endpoint != "" && n.Endpoint != h.Endpoint {
-				problem(SeverityError, "%s DNATs to %s, but its name says %s", h.Chain, h.Endpoint, n.Endpoint)
+				pp.Misnamed = append(pp.Misnamed, MisnamedHop{Chain: h.Chain, Endpoint: h.Endpoint, NameSays: n.Endpoint})
 			}
 		}
 	}
-	sortProblems(pp.Problems)
 	return pp
 }
 
@@ -915,7 +860,7 @@ func nftRoute(t *inspect.NFTTable, traffic string, chains []string) Route {
 		case len(in.DNAT) == 1:
 			rt.Hops = append(rt.Hops, RouteHop{Endpoint: in.DNAT[0], Share: 1, Rule: r.Rule.Rule})
 			rt.ShareSum++
-		case len(in.Gotos) == 1 && strings.HasPrefix(in.Gotos[0], NFTPrefixEndpoint):
+		case len(in.Gotos) == 1 && strings.HasPrefix(in.Gotos[0], kubeproxy.NFTPrefixEndpoint):
 			ec := t.Chain(in.Gotos[0])
 			hop := RouteHop{Chain: in.Gotos[0], Share: 1, Rule: r.Rule.Rule}
 			if ec != nil {
@@ -935,32 +880,4 @@ func nftChainDNAT(c *inspect.NFTChain) string {
 		}
 	}
 	return ""
-}
-
-// listEndpoints names a few endpoints: "endpoint 10.0.0.1:80 is" or
-// "4 endpoints (10.0.0.1:80, 10.0.0.2:80, 10.0.0.3:80 and 1 more) are".
-func listEndpoints(eps []string) string {
-	if len(eps) == 1 {
-		return "endpoint " + eps[0] + " is"
-	}
-	shown := eps
-	more := ""
-	if len(eps) > 3 {
-		shown, more = eps[:3], fmt.Sprintf(" and %d more", len(eps)-3)
-	}
-	return fmt.Sprintf("%d endpoints (%s%s) are", len(eps), strings.Join(shown, ", "), more)
-}
-
-func them(eps []string) string {
-	if len(eps) == 1 {
-		return "it"
-	}
-	return "them"
-}
-
-func gets(eps []string) string {
-	if len(eps) == 1 {
-		return "gets"
-	}
-	return "get"
 }

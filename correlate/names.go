@@ -10,17 +10,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-)
 
-// iptables chain prefixes (pkg/proxy/iptables/proxier.go). KUBE-XLB- is the
-// pre-1.24 name of what became KUBE-SVL-/KUBE-EXT-.
-const (
-	PrefixService  = "KUBE-SVC-"
-	PrefixLocal    = "KUBE-SVL-"
-	PrefixExternal = "KUBE-EXT-"
-	PrefixFirewall = "KUBE-FW-"
-	PrefixEndpoint = "KUBE-SEP-"
-	PrefixXLB      = "KUBE-XLB-"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // ServicePortName renders kube-proxy's ServicePortName.String():
@@ -65,12 +56,12 @@ func hash16(a, b, c string) string {
 
 // ServiceChain returns KUBE-SVC-<hash>.
 func ServiceChain(servicePortName, protocol string) string {
-	return PrefixService + PortProtoHash(servicePortName, protocol)
+	return kubeproxy.PrefixService + PortProtoHash(servicePortName, protocol)
 }
 
 // EndpointChain returns KUBE-SEP-<hash>.
 func EndpointChain(servicePortName, protocol, endpoint string) string {
-	return PrefixEndpoint + EndpointHash(servicePortName, protocol, endpoint)
+	return kubeproxy.PrefixEndpoint + EndpointHash(servicePortName, protocol, endpoint)
 }
 
 // EndpointString renders an endpoint as kube-proxy does:
@@ -125,17 +116,8 @@ func parseIPSloppy(s string) net.IP {
 	return net.IPv4(b[0], b[1], b[2], b[3])
 }
 
-// nftables naming (pkg/proxy/nftables/proxier.go).
-const (
-	NFTPrefixService  = "service-"
-	NFTPrefixLocal    = "local-"
-	NFTPrefixExternal = "external-"
-	NFTPrefixFirewall = "firewall-"
-	NFTPrefixEndpoint = "endpoint-"
-	NFTPrefixAffinity = "affinity-"
-
-	nftBaseLengthMax = 240
-)
+// nftBaseLengthMax bounds nftables chain names (pkg/proxy/nftables).
+const nftBaseLengthMax = 240
 
 // NFTServiceBase is the name base of a service port's nftables chains:
 // "<hash8>-ns/name/proto/portname".
@@ -185,7 +167,7 @@ func (n NFTName) ServicePortName() string { return ServicePortName(n.Namespace, 
 // ParseNFTName splits a kube-proxy nftables chain (or affinity set) name.
 // ok is false for names that are not per-service names.
 func ParseNFTName(full string) (n NFTName, ok bool) {
-	for _, p := range []string{NFTPrefixService, NFTPrefixLocal, NFTPrefixExternal, NFTPrefixFirewall, NFTPrefixEndpoint, NFTPrefixAffinity} {
+	for _, p := range []string{kubeproxy.NFTPrefixService, kubeproxy.NFTPrefixLocal, kubeproxy.NFTPrefixExternal, kubeproxy.NFTPrefixFirewall, kubeproxy.NFTPrefixEndpoint, kubeproxy.NFTPrefixAffinity} {
 		if strings.HasPrefix(full, p) {
 			n.Prefix = p
 			break
@@ -244,7 +226,7 @@ func ChainsOfService(sps []*ServicePort) []string {
 	for _, sp := range sps {
 		spn, proto := sp.String(), sp.Proto()
 		h := PortProtoHash(spn, proto)
-		for _, prefix := range []string{PrefixService, PrefixLocal, PrefixExternal, PrefixFirewall} {
+		for _, prefix := range []string{kubeproxy.PrefixService, kubeproxy.PrefixLocal, kubeproxy.PrefixExternal, kubeproxy.PrefixFirewall} {
 			add(prefix + h)
 		}
 		for i := range sp.Endpoints {

@@ -1,6 +1,10 @@
 package correlate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
 
 // Vectors from kube-proxy v1.37.2 pkg/proxy/iptables/proxier_test.go
 // (TestOverallIPTablesRules, TestSyncProxyRulesLargeClusterMode) and values
@@ -121,9 +125,9 @@ func TestNFTNames(t *testing.T) {
 			t.Errorf("%s/%s/%s/%s %s:\n got %s\nwant %s", tc.ns, tc.name, tc.proto, tc.port, tc.endpoint, got, tc.want)
 			continue
 		}
-		prefix := NFTPrefixService
+		prefix := kubeproxy.NFTPrefixService
 		if tc.endpoint != "" {
-			prefix = NFTPrefixEndpoint
+			prefix = kubeproxy.NFTPrefixEndpoint
 		}
 		n, ok := ParseNFTName(prefix + got)
 		if !ok {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
+	"github.com/proxyrules/kubectl-proxyrules/internal/fixture"
 	"github.com/proxyrules/kubectl-proxyrules/internal/netnstest"
 )
 
@@ -19,7 +21,7 @@ var nfacctMatch = regexp.MustCompile(` -m nfacct --nfacct-name +\S+`)
 
 func parseBytes(t *testing.T, name string, data []byte) *inspect.Ruleset {
 	t.Helper()
-	in, err := inspect.Read(bytes.NewReader(data), name)
+	in, err := input.Read(bytes.NewReader(data), name)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -35,13 +37,13 @@ func parseBytes(t *testing.T, name string, data []byte) *inspect.Ruleset {
 // nft backend, with nft list ruleset and nft -j list ruleset, and checks
 // that every form gives the attribution kube-proxy's evidence gives.
 func TestRealIPTablesRoundTrip(t *testing.T) {
-	for _, dir := range scenarios(t) {
+	for _, dir := range fixture.Scenarios(t) {
 		v4 := filepath.Join(dir, "iptables", "restore-ipv4.txt")
 		if _, err := os.Stat(v4); err != nil {
 			continue
 		}
-		expected := loadExpected(t, dir)
-		objs := loadObjects(t, dir)
+		expected := fixture.Expected(t, dir)
+		objs := fixture.Objects(t, dir)
 		for _, backend := range []string{"nft", "legacy"} {
 			t.Run(filepath.Base(dir)+"/"+backend, func(t *testing.T) {
 				tools := []string{"iptables-" + backend + "-restore", "iptables-" + backend + "-save"}
@@ -99,8 +101,8 @@ func TestRealIPTablesRoundTrip(t *testing.T) {
 // rule that also has an xtables match (comment, recent) as a bare
 // `xt target DNAT`, without the address. Current endpoints still match by
 // hash; the text form (`nft list`) keeps the address.
-func forgetStaleEndpoints(expected []expectedChain) []expectedChain {
-	out := make([]expectedChain, 0, len(expected))
+func forgetStaleEndpoints(expected []fixture.ExpectedChain) []fixture.ExpectedChain {
+	out := make([]fixture.ExpectedChain, 0, len(expected))
 	for _, e := range expected {
 		if e.Stale && e.Kind == "endpoint" {
 			e.ServicePort, e.Endpoint = "", ""
@@ -114,12 +116,12 @@ func forgetStaleEndpoints(expected []expectedChain) []expectedChain {
 // knftables dump with the real nft -f, lists them back as text and JSON,
 // and checks the attribution of each.
 func TestRealNFTablesRoundTrip(t *testing.T) {
-	for _, dir := range scenarios(t) {
+	for _, dir := range fixture.Scenarios(t) {
 		if _, err := os.Stat(filepath.Join(dir, "nftables", "ruleset.txt")); err != nil {
 			continue
 		}
-		expected := loadExpected(t, dir)
-		objs := loadObjects(t, dir)
+		expected := fixture.Expected(t, dir)
+		objs := fixture.Objects(t, dir)
 		for _, load := range [][]string{{"ruleset.txt"}, {"knftables-ipv4.txt", "knftables-ipv6.txt"}} {
 			t.Run(filepath.Base(dir)+"/"+load[0], func(t *testing.T) {
 				ns := netnstest.New(t, "nft")

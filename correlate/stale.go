@@ -4,20 +4,21 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
+
+	"sigs.k8s.io/knftables"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
-	"sigs.k8s.io/knftables"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // StaleChain is a kube-proxy chain that no current Service or endpoint
 // owns, or a leftover of an older version.
 type StaleChain struct {
-	Mode   string `json:"mode"`
-	Family string `json:"family"`
-	Table  string `json:"table"`
-	Chain  string `json:"chain"`
-	Kind   Kind   `json:"kind"`
+	Mode   string              `json:"mode"`
+	Family string              `json:"family"`
+	Table  string              `json:"table"`
+	Chain  string              `json:"chain"`
+	Kind   kubeproxy.ChainKind `json:"kind"`
 	// ServicePort is the former owner when it could be recovered.
 	ServicePort string   `json:"servicePort"`
 	Endpoint    string   `json:"endpoint,omitempty"`
@@ -34,9 +35,6 @@ type StaleChain struct {
 	// Leftover: written by an older version that current kube-proxy never
 	// cleans up (KUBE-XLB-), or by the kubelet (KUBE-MARK-DROP).
 	Leftover bool `json:"leftover,omitempty"`
-	// NotDueYet: kube-proxy will remove it on its own; nobody needs to act.
-	NotDueYet bool   `json:"notDueYet"`
-	Reason    string `json:"reason"`
 }
 
 // StaleElement is an nftables map or set element that points at no current
@@ -51,25 +49,14 @@ type StaleElement struct {
 	Reason     string `json:"reason"`
 }
 
-// StaleReport is what `stale` reports.
-type StaleReport struct {
-	Chains   []StaleChain   `json:"stale"`
-	Elements []StaleElement `json:"elements"`
-	// LargeClusterMode per family, from the API objects (> 1000 endpoints).
-	LargeClusterMode map[string]bool `json:"largeClusterMode,omitempty"`
-	Notes            []string        `json:"notes"`
+// Stale is what FindStale finds.
+type Stale struct {
+	Chains   []StaleChain
+	Elements []StaleElement
+	// HaveObjects: API objects were given; without them only leftovers of
+	// older versions can be found.
+	HaveObjects bool
 }
-
-// StaleOptions tune the "not due yet" judgement.
-type StaleOptions struct {
-	// SyncPeriod is kube-proxy's syncPeriod (30s when unknown).
-	SyncPeriod time.Duration
-	// SinceLastSync is how long before the dump kube-proxy last synced,
-	// when metrics tell; 0 when unknown.
-	SinceLastSync time.Duration
-}
-
-const largeClusterEndpointsThreshold = 1000
 
 // LargeClusterMode says, per IP family, whether kube-proxy's iptables
 // proxier is in large-cluster mode for these objects: more than 1000
@@ -85,29 +72,23 @@ func LargeClusterMode(objs *Objects) map[string]bool {
 		}
 		for _, ep := range sp.Endpoints {
 			if ep.IPv6 {
-				n[string(inspect.IPv6)]++
+				n[string(kubeproxy.IPv6)]++
 			} else {
-				n[string(inspect.IPv4)]++
+				n[string(kubeproxy.IPv4)]++
 			}
 		}
 	}
 	return map[string]bool{
-		string(inspect.IPv4): n[string(inspect.IPv4)] > largeClusterEndpointsThreshold,
-		string(inspect.IPv6): n[string(inspect.IPv6)] > largeClusterEndpointsThreshold,
+		string(kubeproxy.IPv4): n[string(kubeproxy.IPv4)] > kubeproxy.LargeClusterEndpointsThreshold,
+		string(kubeproxy.IPv6): n[string(kubeproxy.IPv6)] > kubeproxy.LargeClusterEndpointsThreshold,
 	}
 }
 
-// FindStale lists stale chains and elements. res must come from Attribute
-// with the same ruleset; without API objects only leftovers of older
-// versions can be found, and a note says so.
-func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects, opts StaleOptions) *StaleReport {
-	if opts.SyncPeriod == 0 {
-		opts.SyncPeriod = 30 * time.Second
-	}
-	rep := &StaleReport{Chains: []StaleChain{}, Elements: []StaleElement{}, Notes: []string{}, LargeClusterMode: LargeClusterMode(objs)}
-	if !res.HaveObjects {
-		rep.Notes = append(rep.Notes, "no API objects given: only leftovers of older versions can be told; pass --from-objects (or use --node on a cluster) to find chains no current Service owns")
-	}
+// FindStale lists stale chains and elements, harmful (still referenced)
+// ones first. res must come from Attribute with the same ruleset; without
+// API objects only leftovers of older versions can be found.
+func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects) *Stale {
+	rep := &Stale{Chains: []StaleChain{}, Elements: []StaleElement{}, HaveObjects: res.HaveObjects}
 	graphs := map[string]*refGraph{}
 	graphOf := func(mode, family, table string) *refGraph {
 		k := mode + "/" + family + "/" + table
@@ -115,7 +96,7 @@ func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects, opts StaleOption
 			return g
 		}
 		var g *refGraph
-		if mode == "iptables" {
+		if mode == string(kubeproxy.ModeIPTables) {
 			for _, t := range rs.IPTables {
 				if string(t.Family) == family && t.Name == table {
 					g = iptablesGraph(t)
@@ -124,7 +105,7 @@ func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects, opts StaleOption
 			}
 		} else {
 			for _, t := range rs.NFTables {
-				if nftFamily(t.Family) == family && t.Name == table {
+				if string(t.IPFamily()) == family && t.Name == table {
 					g = nftGraph(t)
 					break
 				}
@@ -134,7 +115,7 @@ func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects, opts StaleOption
 		return g
 	}
 	for _, c := range res.Chains {
-		leftover := strings.HasPrefix(c.Chain, PrefixXLB) || c.Chain == "KUBE-MARK-DROP"
+		leftover := strings.HasPrefix(c.Chain, kubeproxy.PrefixXLB) || c.Chain == kubeproxy.ChainMarkDrop
 		if !c.Stale && !leftover {
 			continue
 		}
@@ -144,14 +125,13 @@ func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects, opts StaleOption
 			s.ReferencedBy = g.referrers[c.Chain]
 			s.Referenced = g.reachable[c.Chain]
 		}
-		s.Flushed = c.Mode == "nftables" && c.Rules == 0
-		s.Reason, s.NotDueYet = staleReason(s, rep.LargeClusterMode[c.Family], opts)
+		s.Flushed = c.Mode == string(kubeproxy.ModeNFTables) && c.Rules == 0
 		rep.Chains = append(rep.Chains, s)
 	}
 	if res.HaveObjects {
 		for _, t := range rs.NFTables {
 			if t.IsKubeProxy() {
-				rep.Elements = append(rep.Elements, staleElements(t, res, objs, graphOf("nftables", nftFamily(t.Family), t.Name))...)
+				rep.Elements = append(rep.Elements, staleElements(t, res, objs, graphOf(string(kubeproxy.ModeNFTables), string(t.IPFamily()), t.Name))...)
 			}
 		}
 	}
@@ -165,44 +145,7 @@ func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects, opts StaleOption
 		}
 		return a.Chain < b.Chain
 	})
-	if n := len(rep.Chains); n > 0 {
-		due := 0
-		for _, s := range rep.Chains {
-			if s.NotDueYet {
-				due++
-			}
-		}
-		if due > 0 {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d stale chains are simply not cleaned up yet: kube-proxy removes them on its own (see each reason); nobody needs to act unless they are still there after %s", due, n, 2*opts.SyncPeriod))
-		}
-	}
 	return rep
-}
-
-func staleReason(s StaleChain, largeMode bool, opts StaleOptions) (string, bool) {
-	owner := "a Service port that no longer exists"
-	if s.ServicePort != "" {
-		owner = s.ServicePort
-		if s.Endpoint != "" {
-			owner += " → " + s.Endpoint
-		}
-	}
-	switch {
-	case strings.HasPrefix(s.Chain, PrefixXLB):
-		return fmt.Sprintf("left by kube-proxy ≤1.23 (KUBE-XLB- became KUBE-EXT-/KUBE-SVL- in 1.24) for %s; newer kube-proxy never deletes it. Harmless if unreferenced; remove it with `iptables -t nat -F %[2]s && iptables -t nat -X %[2]s` on the node", owner, s.Chain), false
-	case s.Chain == "KUBE-MARK-DROP":
-		return "created by kubelet ≤1.27 (IPTablesOwnershipCleanup removed it in 1.28); nothing uses it. Harmless", false
-	case s.Referenced:
-		return fmt.Sprintf("owned by %s but still reached from %s: new connections can be sent to a Service or endpoint that is gone. kube-proxy rewrites the referring chain on its next sync of that Service; if this stays, kube-proxy is not syncing (see `counts`/`triage`)", owner, strings.Join(s.ReferencedBy, ", ")), false
-	case s.Mode == "nftables" && s.Flushed:
-		return fmt.Sprintf("flushed by kube-proxy (was %s); it deletes flushed chains on a later sync, more than 1 s after flushing them (kernels before 6.2 need the delay)", owner), true
-	case s.Mode == "nftables":
-		return fmt.Sprintf("was %s; kube-proxy flushes it on its next sync and deletes it on the one after", owner), true
-	case largeMode:
-		return fmt.Sprintf("was %s; in large-cluster mode (more than 1000 endpoints) kube-proxy deletes stale chains at most once per syncPeriod (%s), so it lingers for up to that long", owner, opts.SyncPeriod), true
-	default:
-		return fmt.Sprintf("was %s; unreferenced, so harmless. kube-proxy deletes stale chains on every sync: if it stays, kube-proxy is not syncing or another writer re-creates it", owner), true
-	}
 }
 
 // refGraph knows who refers to each chain and what traffic can reach.
@@ -225,7 +168,7 @@ func iptablesGraph(t *inspect.IPTable) *refGraph {
 	}
 	var roots []string
 	for _, c := range t.Chains {
-		if inspect.BuiltinChains[c.Name] {
+		if kubeproxy.BuiltinChains[c.Name] {
 			roots = append(roots, c.Name)
 		}
 	}
@@ -305,7 +248,7 @@ func verdictTarget(el *knftables.Element) string {
 // staleElements finds map elements pointing at stale or missing chains,
 // and no-endpoint elements naming service ports that are gone.
 func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph) []StaleElement {
-	fam := nftFamily(t.Family)
+	fam := string(t.IPFamily())
 	stale := map[string]bool{}
 	for _, c := range res.Chains {
 		if c.Mode == "nftables" && c.Family == fam && c.Table == t.Name && c.Stale {

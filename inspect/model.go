@@ -1,23 +1,16 @@
-// Package inspect reads what a node holds: iptables-save / ip6tables-save
-// dumps, kube-proxy's own iptables-restore input, nftables rulesets (nft -j
-// JSON, nft text, knftables dump syntax) and kube-proxy's Prometheus metrics.
+// Package inspect is the model of what a node holds: iptables tables
+// (per family and backend) and nftables tables, with their chains, rules,
+// sets and maps, in plain types the readers fill (inspect/iptables,
+// inspect/nft; inspect/input detects an input's format and picks one).
 //
 // It knows rulesets, not Kubernetes objects: attributing a chain to a Service
-// is the job of package correlate.
+// is the job of package correlate, judging it that of package diagnose.
 package inspect
 
 import (
-	"sort"
-
 	"sigs.k8s.io/knftables"
-)
 
-// Family is the IP family a table belongs to.
-type Family string
-
-const (
-	IPv4 Family = "IPv4"
-	IPv6 Family = "IPv6"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // Format names an input format. Formats are detected, never declared.
@@ -40,15 +33,6 @@ const (
 	FormatMetrics Format = "prometheus"
 )
 
-// Backend is the iptables backend that wrote a dump.
-type Backend string
-
-const (
-	BackendNFT     Backend = "nf_tables"
-	BackendLegacy  Backend = "legacy"
-	BackendUnknown Backend = ""
-)
-
 // Ruleset is everything read from one node: any number of iptables tables
 // (per family and backend) and nftables tables.
 type Ruleset struct {
@@ -59,13 +43,13 @@ type Ruleset struct {
 
 // Dump describes one input that was read.
 type Dump struct {
-	Source   string   `json:"source"`
-	Format   Format   `json:"format"`
-	Backend  Backend  `json:"backend,omitempty"`
-	Version  string   `json:"version,omitempty"` // iptables or nft version from the header
-	Tables   int      `json:"tables"`
-	Rules    int      `json:"rules"`
-	Warnings []string `json:"warnings,omitempty"`
+	Source   string            `json:"source"`
+	Format   Format            `json:"format"`
+	Backend  kubeproxy.Backend `json:"backend,omitempty"`
+	Version  string            `json:"version,omitempty"` // iptables or nft version from the header
+	Tables   int               `json:"tables"`
+	Rules    int               `json:"rules"`
+	Warnings []string          `json:"warnings,omitempty"`
 	// LegacyTablesPresent is set when iptables-nft-save printed
 	// "# Warning: iptables-legacy tables present": the node has rules in
 	// both backends.
@@ -83,7 +67,7 @@ func (r *Ruleset) Merge(other *Ruleset) {
 }
 
 // IPTable returns the first iptables table with that family and name.
-func (r *Ruleset) IPTable(family Family, name string) *IPTable {
+func (r *Ruleset) IPTable(family kubeproxy.Family, name string) *IPTable {
 	for _, t := range r.IPTables {
 		if t.Family == family && t.Name == name {
 			return t
@@ -104,9 +88,9 @@ func (r *Ruleset) NFTTable(family knftables.Family, name string) *NFTTable {
 
 // IPTable is one iptables table ("nat", "filter", …) of one family.
 type IPTable struct {
-	Family  Family
+	Family  kubeproxy.Family
 	Name    string
-	Backend Backend
+	Backend kubeproxy.Backend
 	Source  string
 	Format  Format
 	// FromNFT is set when the table was read from `nft list` output of an
@@ -118,7 +102,7 @@ type IPTable struct {
 }
 
 // NewIPTable returns an empty table.
-func NewIPTable(family Family, name string) *IPTable {
+func NewIPTable(family kubeproxy.Family, name string) *IPTable {
 	return &IPTable{Family: family, Name: name}
 }
 
@@ -127,6 +111,10 @@ func (t *IPTable) Chain(name string) *IPChain {
 	t.index()
 	return t.byName[name]
 }
+
+// Reindex builds the name index now (Chain builds it on first use),
+// merging chains a garbled dump declared twice.
+func (t *IPTable) Reindex() { t.index() }
 
 // index builds the name index on first use, sized exactly: a big table
 // has 100k chains and a growing map would cost more than the chains.
@@ -156,12 +144,12 @@ func (t *IPTable) EnsureChain(name string) *IPChain {
 		return c
 	}
 	c := &IPChain{Name: name, Policy: "-"}
-	t.addChain(c)
+	t.AddChain(c)
 	return c
 }
 
-// addChain appends a chain the caller knows to be new.
-func (t *IPTable) addChain(c *IPChain) {
+// AddChain appends a chain the caller knows to be new.
+func (t *IPTable) AddChain(c *IPChain) {
 	if t.byName != nil && len(t.byName) == len(t.Chains) {
 		t.byName[c.Name] = c
 	}
@@ -178,11 +166,6 @@ func (t *IPTable) RuleCount() int {
 	return n
 }
 
-// BuiltinChains are the chains iptables itself provides.
-var BuiltinChains = map[string]bool{
-	"PREROUTING": true, "INPUT": true, "FORWARD": true, "OUTPUT": true, "POSTROUTING": true,
-}
-
 // IPChain is a chain of an iptables table.
 type IPChain struct {
 	Name string
@@ -195,9 +178,11 @@ type IPChain struct {
 	// Deleted is set when kube-proxy's restore input deletes the chain (-X).
 	Deleted bool
 
-	idx      int32 // position in the table's Chains
-	ownRules bool  // Rules is not a window of the parser's shared slab
+	idx int32 // position in the table's Chains
 }
+
+// Pos is the chain's position in its table's Chains.
+func (c *IPChain) Pos() int { return int(c.idx) }
 
 // Addr is an address match, possibly negated (`! -s 10.0.0.0/8`).
 type Addr struct {
@@ -208,11 +193,15 @@ type Addr struct {
 // Set reports whether the match is present.
 func (a Addr) Set() bool { return a.Value != "" }
 
-// MarkMatch is `-m mark [!] --mark value[/mask]`.
+// MarkMatch is `-m mark [!] --mark value[/mask]`, or the same test of the
+// connection mark (`-m connmark --mark`).
 type MarkMatch struct {
 	Value uint32
 	Mask  uint32
 	Not   bool
+	// Module is "mark" (the packet mark) or "connmark" (the connection
+	// mark); "" when unknown (iptables-nft read through nft).
+	Module string
 }
 
 // MarkSet is a `-j MARK` target normalised to iptables-save's
@@ -277,7 +266,12 @@ type IPRuleMore struct {
 	SetMark     *MarkSet
 	Recent      *Recent
 	RandomFully bool
-	RejectWith  string
+	// RestoreMark is `-j CONNMARK --restore-mark`: the packet mark is set
+	// from the connection mark, in the bits of RestoreMarkMask (--nfmask
+	// or --mask; all bits by default).
+	RestoreMark     bool
+	RestoreMarkMask uint32
+	RejectWith      string
 	// Unparsed holds arguments the parser kept but did not interpret.
 	Unparsed []string
 }
@@ -346,7 +340,19 @@ func NewNFTTable(family knftables.Family, name string) *NFTTable {
 }
 
 // IsKubeProxy reports whether the table is kube-proxy's nftables-mode table.
-func (t *NFTTable) IsKubeProxy() bool { return t.Name == "kube-proxy" }
+func (t *NFTTable) IsKubeProxy() bool { return t.Name == kubeproxy.NFTTable }
+
+// IPFamily is the table's IP family: IPv4 for ip, IPv6 for ip6, and the
+// nftables family itself (inet, bridge, …) for the others.
+func (t *NFTTable) IPFamily() kubeproxy.Family {
+	switch t.Family {
+	case knftables.IPv4Family:
+		return kubeproxy.IPv4
+	case knftables.IPv6Family:
+		return kubeproxy.IPv6
+	}
+	return kubeproxy.Family(t.Family)
+}
 
 // Chain returns the chain with that name, or nil.
 func (t *NFTTable) Chain(name string) *NFTChain {
@@ -483,6 +489,10 @@ type NFTRuleInfo struct {
 	MarkSetOp    string
 	MarkSetValue uint32
 	HasMarkSet   bool
+	// MarkFromCT is `meta mark set ct mark [and MASK]`: the packet mark
+	// restored from the connection mark, in the bits of MarkFromCTMask.
+	MarkFromCT     bool
+	MarkFromCTMask uint32
 	// MarkTest: `meta mark & 0x4000 != 0` is {Mask 0x4000, Value 0, Op "!="}.
 	HasMarkTest   bool
 	MarkTestMask  uint32
@@ -497,18 +507,4 @@ type NFTRuleInfo struct {
 	Probability float64
 	// XT lists iptables-nft `xt match|target NAME` extensions the rule uses.
 	XT []string
-}
-
-// SortIPTables orders tables by family, name and backend, for stable output.
-func SortIPTables(ts []*IPTable) {
-	sort.SliceStable(ts, func(i, j int) bool {
-		a, b := ts[i], ts[j]
-		if a.Family != b.Family {
-			return a.Family < b.Family
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.Backend < b.Backend
-	})
 }

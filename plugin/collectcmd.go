@@ -15,7 +15,7 @@ import (
 // CollectOptions are the options of `collect`.
 type CollectOptions struct {
 	genericiooptions.IOStreams
-	Sources SourceOptions
+	Sources InputOptions
 	Dir     string
 	Output  string
 }
@@ -68,11 +68,11 @@ func (o *CollectOptions) Validate() error {
 	if o.Dir == "" {
 		return fmt.Errorf("where to? pass -d DIR or -d FILE.tar.gz")
 	}
+	if err := (&OutputOptions{Output: o.Output}).Validate(); err != nil {
+		return err
+	}
 	if o.Output == "wide" {
 		o.Output = "text"
-	}
-	if err := validateOutput(o.Output); err != nil {
-		return err
 	}
 	if _, err := os.Stat(o.Dir); err == nil {
 		if collect.IsArchiveName(o.Dir) {

@@ -10,8 +10,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/proxyrules/kubectl-proxyrules/correlate"
-	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 const countsExample = `  # kube-proxy's rule-count metrics against the rules really there
@@ -26,7 +26,7 @@ const countsExample = `  # kube-proxy's rule-count metrics against the rules rea
 
 // NewCmdCounts builds `counts`.
 func NewCmdCounts(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
+	o := &CountsOptions{analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "counts (--node NAME | --from-bundle DIR | --from-dump FILE --from-metrics FILE [--from-objects FILE])",
 		Short: "Compare kube-proxy's rule-count metrics with the rules really in the dump",
@@ -43,74 +43,24 @@ nftables mode has no rule-count metric; counts says so.
 Use it when kube-proxy looks alive but the rules look wrong or old.`,
 		Example: fmt.Sprintf(countsExample, name),
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := o.load()
-			if err != nil {
-				return err
-			}
-			rep := buildCounts(l, correlate.Attribute(l.Ruleset, l.Objects), o.now)
-			if o.machine() {
-				return printMachine(o.Out, o.Output, rep)
-			}
-			return renderCounts(o.Out, o.term, rep)
-		},
+		RunE:    runAnalysis(o),
 	}
-	o.addFlags(cmd, kube)
-	o.addAtFlag(cmd)
+	o.addFlags(cmd, kube, false)
 	return cmd
 }
 
-func parseAt(s string) (time.Time, error) {
-	if s == "" {
-		return time.Now(), nil
-	}
-	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		return time.Unix(0, int64(secs*1e9)).UTC(), nil // Unix seconds, as the metrics print them
-	}
-	t, err := time.Parse(time.RFC3339, s)
+// CountsOptions are the options of `counts`.
+type CountsOptions struct{ analysisOptions }
+
+// Run compares the counts.
+func (o *CountsOptions) Run() error {
+	l, err := o.Inputs.Load()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--at must be an RFC 3339 time such as 2026-11-29T03:12:00Z, or Unix seconds: %v", err)
+		return err
 	}
-	return t, nil
-}
-
-// CountsReport is the machine-readable report of `counts`.
-type CountsReport struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Node       string `json:"node,omitempty"`
-	inspect.CountsReport
-	// EndpointsByFamily and LargeClusterModeFromObjects come from the API
-	// objects: kube-proxy's iptables proxier is in large-cluster mode above
-	// 1000 endpoints per family.
-	LargeClusterModeFromObjects map[string]bool `json:"largeClusterModeFromObjects,omitempty"`
-}
-
-// buildCounts compares the metrics with the dump; res (the attribution of
-// the same inputs) says which chains are stale.
-func buildCounts(l *Loaded, res *correlate.Result, now time.Time) *CountsReport {
-	stale := map[string]bool{}
-	for _, c := range res.Chains {
-		if c.Stale {
-			stale[c.Family+"/"+c.Table+"/"+c.Chain] = true
-		}
-	}
-	var m *inspect.Metrics
-	if len(l.Metrics) > 0 {
-		m = l.Metrics[0]
-	}
-	opts := inspect.CountOptions{}
-	if l.Config != nil {
-		opts.SyncPeriod = l.Config.SyncPeriod
-		if l.Config.LocalhostNodePorts != nil {
-			v := l.Config.LocalhostNodePortsEffective
-			opts.LocalhostNodePorts = &v
-		}
-	}
-	cr := inspect.CompareCountsWith(l.Ruleset, m, func(f inspect.Family, table, chain string) bool {
-		return stale[string(f)+"/"+table+"/"+chain]
-	}, now, opts)
-	return &CountsReport{APIVersion: APIVersion, Kind: "RuleCounts", CountsReport: cr, LargeClusterModeFromObjects: correlate.LargeClusterMode(l.Objects)}
+	rep := diagnose.Counts(l.Node)
+	rep.Node = l.Node.Name
+	return o.print(rep, func(out io.Writer, t *Terminal) error { return renderCounts(out, t, rep) })
 }
 
 func optInt(p *int) string {
@@ -127,9 +77,9 @@ func optFloat(p *float64) string {
 	return strconv.FormatFloat(*p, 'f', -1, 64)
 }
 
-func renderCounts(out io.Writer, t *Terminal, rep *CountsReport) error {
+func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 	st := t.styles()
-	fmt.Fprintln(out, st.group.Render("proxy mode "+rep.Mode))
+	fmt.Fprintln(out, st.group.Render("proxy mode "+string(rep.Mode)))
 	if len(rep.Tables) > 0 {
 		rows := [][]string{}
 		for _, tc := range rep.Tables {
@@ -162,7 +112,7 @@ func renderCounts(out io.Writer, t *Terminal, rep *CountsReport) error {
 		line += " (" + lc.Evidence + ")"
 	}
 	fmt.Fprintln(out, wrapIndent(line, t.Width-2, 2))
-	for _, f := range []string{string(inspect.IPv4), string(inspect.IPv6)} {
+	for _, f := range []string{string(kubeproxy.IPv4), string(kubeproxy.IPv6)} {
 		if v, ok := rep.LargeClusterModeFromObjects[f]; ok {
 			fmt.Fprintf(out, "large-cluster mode (objects, %s): %s\n", f, yesNo(v))
 		}

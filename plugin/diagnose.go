@@ -7,15 +7,15 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/tree"
 
-	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 )
 
 // severityStyle colours a problem by severity.
-func severityStyle(st styles, s correlate.Severity) lipgloss.Style {
+func severityStyle(st styles, s diagnose.Severity) lipgloss.Style {
 	switch s {
-	case correlate.SeverityError:
+	case diagnose.SeverityError:
 		return st.bad
-	case correlate.SeverityWarning:
+	case diagnose.SeverityWarning:
 		return st.warn
 	}
 	return st.dim

@@ -10,21 +10,18 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // ExplainOptions are the options of `explain`.
 type ExplainOptions struct {
-	genericiooptions.IOStreams
-	Sources SourceOptions
-	Output  string
-	Color   string
-	Port    string
+	analysisOptions
+	Port string
 
 	kube      *genericclioptions.ConfigFlags
 	namespace string
 	name      string
-	term      *Terminal
 }
 
 const explainExample = `  # Why does svc/web in namespace shop get no traffic on this node?
@@ -38,7 +35,7 @@ const explainExample = `  # Why does svc/web in namespace shop get no traffic on
 
 // NewCmdExplain builds `explain`.
 func NewCmdExplain(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &ExplainOptions{IOStreams: streams, Output: "text", Color: "auto", kube: kube}
+	o := &ExplainOptions{analysisOptions: analysisOptions{IOStreams: streams}, kube: kube}
 	cmd := &cobra.Command{
 		Use:   "explain svc/NAME [-n NAMESPACE] [--port PORT] (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "Show the path a packet for a Service takes on the node, against its EndpointSlices",
@@ -53,26 +50,20 @@ the rules that the slices no longer have, shares that do not add up.
 Use it first when a Service "gets no traffic" on a node.`,
 		Example: fmt.Sprintf(explainExample, name),
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE:    runAnalysis(o),
 	}
-	o.Sources.AddFlags(cmd, kube)
+	o.Inputs.AddFlags(cmd, kube)
 	cmd.Flags().StringVar(&o.Port, "port", "", "only this port (name or number)")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, json or yaml")
-	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
+	o.Out.AddFlags(cmd, false)
 	return cmd
 }
 
-// Complete reads svc/NAME and the namespace.
-func (o *ExplainOptions) Complete(args []string) error {
-	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
+// Complete reads svc/NAME and the namespace: -n, else the kubeconfig
+// context's, as kubectl does.
+func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.analysisOptions.Complete(cmd, args); err != nil {
+		return err
+	}
 	ref := args[0]
 	if kind, name, ok := strings.Cut(ref, "/"); ok {
 		switch strings.ToLower(kind) {
@@ -83,14 +74,9 @@ func (o *ExplainOptions) Complete(args []string) error {
 		ref = name
 	}
 	o.name = ref
-	o.namespace = "default"
-	if o.kube != nil && o.kube.Namespace != nil && *o.kube.Namespace != "" {
-		o.namespace = *o.kube.Namespace
-	}
-	o.Sources.ServiceNamespace, o.Sources.ServiceName = o.namespace, o.name
-	t, err := NewTerminal(o.Out, o.Color)
-	o.term = t
-	return err
+	o.namespace = kubeNamespace(o.kube)
+	o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+	return nil
 }
 
 // Validate checks the options.
@@ -98,57 +84,36 @@ func (o *ExplainOptions) Validate() error {
 	if o.name == "" {
 		return fmt.Errorf("name the Service: explain svc/NAME")
 	}
-	if o.Output == "wide" {
-		o.Output = "text"
-	}
-	if err := validateOutput(o.Output); err != nil {
+	if err := o.analysisOptions.Validate(); err != nil {
 		return err
 	}
-	if err := o.Sources.Validate(); err != nil {
-		return err
-	}
-	if len(o.Sources.Objects) == 0 && len(o.Sources.Dumps) > 0 {
+	if len(o.Inputs.Objects) == 0 && len(o.Inputs.Dumps) > 0 {
 		return fmt.Errorf("explain needs the Services and EndpointSlices: pass --from-objects (kubectl get services,endpointslices -A -o json)")
 	}
 	return nil
 }
 
-// ExplainReport is the machine-readable report of `explain`.
-type ExplainReport struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	*correlate.Explanation
+// ExplainOutput is the machine-readable report of `explain`.
+type ExplainOutput struct {
+	*diagnose.ServiceExplanation
 	// Collection says how the node was read (live or from a bundle).
 	Collection *collect.Manifest `json:"collection,omitempty"`
 }
 
 // Run explains the Service.
 func (o *ExplainOptions) Run() error {
-	l, err := o.Sources.Load()
+	l, err := o.Inputs.Load()
 	if err != nil {
 		return err
 	}
-	warnDumps(o.ErrOut, l)
-	ex, err := correlate.Explain(l.Ruleset, l.Objects, correlate.ExplainOptions{Namespace: o.namespace, Name: o.name, Port: o.Port, Node: o.Sources.Node})
+	ex, err := diagnose.ExplainService(l.Node, o.namespace, o.name, o.Port)
 	if err != nil {
 		return err
 	}
-	rep := &ExplainReport{APIVersion: APIVersion, Kind: "ServiceExplanation", Explanation: ex, Collection: l.Collected}
-	if o.Output == "json" || o.Output == "yaml" {
-		return printMachine(o.Out, o.Output, rep)
-	}
-	return renderExplanation(o.Out, o.term, ex)
+	return o.print(&ExplainOutput{ex, l.Collected}, func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) })
 }
 
-func warnDumps(w io.Writer, l *Loaded) {
-	for _, d := range l.Ruleset.Dumps {
-		for _, msg := range d.Warnings {
-			fmt.Fprintf(w, "warning: %s: %s\n", d.Source, msg)
-		}
-	}
-}
-
-func renderExplanation(out io.Writer, t *Terminal, ex *correlate.Explanation) error {
+func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanation) error {
 	st := t.styles()
 	head := fmt.Sprintf("svc %s/%s", ex.Namespace, ex.Name)
 	facts := []string{ex.Type, "affinity " + ex.SessionAffinity}

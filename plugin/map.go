@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,25 +12,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
-	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // MapOptions are the options of `map`.
-type MapOptions struct {
-	genericiooptions.IOStreams
-	Sources SourceOptions
-	Output  string
-	Color   string
-
-	loaded *Loaded
-	term   *Terminal
-}
-
-// NewMapOptions returns the defaults.
-func NewMapOptions(streams genericiooptions.IOStreams) *MapOptions {
-	return &MapOptions{IOStreams: streams, Output: "text", Color: "auto"}
-}
+type MapOptions struct{ analysisOptions }
 
 const mapExample = `  # Which Service owns each kube-proxy chain of a node? (read live)
   %[1]s map --node ip-10-0-1-7
@@ -47,7 +36,7 @@ const mapExample = `  # Which Service owns each kube-proxy chain of a node? (rea
 
 // NewCmdMap builds `map`.
 func NewCmdMap(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := NewMapOptions(streams)
+	o := &MapOptions{analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "map (--node NAME | --from-bundle DIR | --from-dump FILE [--from-objects FILE])",
 		Short: "Attribute every kube-proxy chain to its Service port and endpoint",
@@ -59,116 +48,34 @@ nftables mode. Use it when a KUBE-SVC-/KUBE-SEP- name in a dump means nothing
 to you, or to find chains that no current Service or endpoint owns.`,
 		Example: fmt.Sprintf(mapExample, name),
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			cmd.SilenceUsage = true
-			return o.Run()
-		},
+		RunE:    runAnalysis(o),
 	}
-	o.Sources.AddFlags(cmd, kube)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, wide, json or yaml")
-	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
+	o.addFlags(cmd, kube, true)
 	return cmd
 }
 
-// Complete fills derived fields.
-func (o *MapOptions) Complete() error {
-	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
-	t, err := NewTerminal(o.Out, o.Color)
-	if err != nil {
-		return err
-	}
-	o.term = t
-	return nil
-}
-
-// Validate checks the options.
-func (o *MapOptions) Validate() error {
-	if err := validateOutput(o.Output); err != nil {
-		return err
-	}
-	return o.Sources.Validate()
-}
-
-// ChainMap is the machine-readable report of `map`.
-type ChainMap struct {
-	APIVersion string                 `json:"apiVersion"`
-	Kind       string                 `json:"kind"`
-	Node       string                 `json:"node,omitempty"`
-	Sources    []inspect.Dump         `json:"sources"`
-	Summary    MapSummary             `json:"summary"`
-	Chains     []correlate.ChainOwner `json:"chains"`
+// ChainMapOutput is the machine-readable report of `map`.
+type ChainMapOutput struct {
+	*diagnose.ChainMap
 	// Collection says how the node was read (live or from a bundle).
 	Collection *collect.Manifest `json:"collection,omitempty"`
 }
 
-// MapSummary counts the chains.
-type MapSummary struct {
-	Chains int `json:"chains"`
-	// Attributed chains have an owning service port.
-	Attributed int `json:"attributed"`
-	Fixed      int `json:"fixed"`
-	// Unowned chains are per-service chains whose owner could not be found.
-	Unowned int `json:"unowned"`
-	Stale   int `json:"stale"`
-	// ObjectsGiven: stale can only be judged against API objects.
-	ObjectsGiven bool `json:"objectsGiven"`
-}
-
 // Run loads the inputs, attributes and prints.
 func (o *MapOptions) Run() error {
-	loaded, err := o.Sources.Load()
+	l, err := o.Inputs.Load()
 	if err != nil {
 		return err
 	}
-	o.loaded = loaded
-	res := correlate.Attribute(loaded.Ruleset, loaded.Objects)
-	report := BuildChainMap(o.Sources.Node, loaded.Ruleset, res)
-	report.Collection = loaded.Collected
-	for _, d := range report.Sources {
-		for _, w := range d.Warnings {
-			fmt.Fprintf(o.ErrOut, "warning: %s: %s\n", d.Source, w)
-		}
-	}
-	switch o.Output {
-	case "json", "yaml":
-		return printMachine(o.Out, o.Output, report)
-	}
-	return renderChainMap(o.Out, o.term, report, o.Output == "wide")
+	report := diagnose.MapChains(l.Node)
+	return o.print(&ChainMapOutput{report, l.Collected}, func(out io.Writer, t *Terminal) error {
+		return renderChainMap(out, t, report, o.Out.Wide())
+	})
 }
 
-// BuildChainMap wraps an attribution in the report type.
-func BuildChainMap(node string, rs *inspect.Ruleset, res *correlate.Result) *ChainMap {
-	m := &ChainMap{APIVersion: APIVersion, Kind: "ChainMap", Node: node, Sources: rs.Dumps, Chains: res.Chains}
-	if m.Chains == nil {
-		m.Chains = []correlate.ChainOwner{}
-	}
-	m.Summary.ObjectsGiven = res.HaveObjects
-	for _, c := range res.Chains {
-		m.Summary.Chains++
-		switch {
-		case c.Kind == correlate.KindFixed:
-			m.Summary.Fixed++
-		case c.ServicePort != "":
-			m.Summary.Attributed++
-		default:
-			m.Summary.Unowned++
-		}
-		if c.Stale {
-			m.Summary.Stale++
-		}
-	}
-	return m
-}
-
-var kindOrder = map[correlate.Kind]int{
-	correlate.KindService: 0, correlate.KindLocal: 1, correlate.KindExternal: 2,
-	correlate.KindFirewall: 3, correlate.KindEndpoint: 4, correlate.KindUnknown: 5, correlate.KindFixed: 6,
+var kindOrder = map[kubeproxy.ChainKind]int{
+	kubeproxy.KindService: 0, kubeproxy.KindLocal: 1, kubeproxy.KindExternal: 2,
+	kubeproxy.KindFirewall: 3, kubeproxy.KindEndpoint: 4, kubeproxy.KindUnknown: 5, kubeproxy.KindFixed: 6,
 }
 
 // groupedChains orders chains by service port, then kind, family, chain;
@@ -177,7 +84,7 @@ func groupedChains(chains []correlate.ChainOwner) []correlate.ChainOwner {
 	out := append([]correlate.ChainOwner(nil), chains...)
 	rank := func(c *correlate.ChainOwner) int {
 		switch {
-		case c.Kind == correlate.KindFixed:
+		case c.Kind == kubeproxy.KindFixed:
 			return 2
 		case c.ServicePort == "":
 			return 1
@@ -217,7 +124,7 @@ func chainStatus(c *correlate.ChainOwner) string {
 	if c.Stale {
 		s = append(s, "stale")
 	}
-	if c.ServicePort == "" && c.Kind != correlate.KindFixed {
+	if c.ServicePort == "" && c.Kind != kubeproxy.KindFixed {
 		s = append(s, "no owner")
 	}
 	return strings.Join(s, ",")
@@ -225,22 +132,22 @@ func chainStatus(c *correlate.ChainOwner) string {
 
 func familyShort(f string) string {
 	switch f {
-	case string(inspect.IPv4):
+	case string(kubeproxy.IPv4):
 		return "v4"
-	case string(inspect.IPv6):
+	case string(kubeproxy.IPv6):
 		return "v6"
 	}
 	return f
 }
 
 // mapRows builds the table rows for text and wide output.
-func mapRows(m *ChainMap, wide bool) (headers []string, rows [][]string) {
+func mapRows(m *diagnose.ChainMap, wide bool) (headers []string, rows [][]string) {
 	headers = []string{"SERVICE PORT", "PROTO", "FAM", "KIND", "CHAIN", "ENDPOINT", "STATUS"}
 	if wide {
 		headers = []string{"SERVICE PORT", "PROTO", "MODE", "FAMILY", "TABLE", "KIND", "CHAIN", "ENDPOINT", "RULES", "EVIDENCE", "STATUS"}
 	}
 	for _, c := range groupedChains(m.Chains) {
-		if c.Kind == correlate.KindFixed && !wide {
+		if c.Kind == kubeproxy.KindFixed && !wide {
 			continue
 		}
 		owner := c.ServicePort
@@ -258,7 +165,7 @@ func mapRows(m *ChainMap, wide bool) (headers []string, rows [][]string) {
 }
 
 // summaryLine says what the table holds, in lines that fit 80 columns.
-func summaryLine(m *ChainMap, wide bool) string {
+func summaryLine(m *diagnose.ChainMap, wide bool) string {
 	s := m.Summary
 	line := fmt.Sprintf("%d kube-proxy chains: %d attributed, %d without owner, %d fixed", s.Chains, s.Attributed, s.Unowned, s.Fixed)
 	if !wide && s.Fixed > 0 {

@@ -10,8 +10,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
-	"github.com/proxyrules/kubectl-proxyrules/correlate"
-	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 )
 
 const smallFixture = "../testdata/fixtures/small-v1.37/"
@@ -43,8 +42,9 @@ func TestMapGolden(t *testing.T) {
 
 // On a terminal the map is grouped by service port and fits 80 columns.
 func TestMapGroupedOnTerminal(t *testing.T) {
-	rs, objs := loadFixture(t, smallFixture+"iptables/save-nft-ipv4.txt", smallFixture+"iptables/save-nft-ipv6.txt")
-	m := BuildChainMap("node-a", rs, correlate.Attribute(rs, objs))
+	l := loadFixture(t, smallFixture+"iptables/save-nft-ipv4.txt", smallFixture+"iptables/save-nft-ipv6.txt")
+	l.Node.Name = "node-a"
+	m := diagnose.MapChains(l.Node)
 	var out bytes.Buffer
 	r := lipgloss.NewRenderer(&out)
 	r.SetColorProfile(termenv.Ascii)
@@ -59,14 +59,14 @@ func TestMapGroupedOnTerminal(t *testing.T) {
 	checkGolden(t, "map-small-iptables-terminal.txt", out.Bytes())
 }
 
-func loadFixture(t *testing.T, dumps ...string) (*inspect.Ruleset, *correlate.Objects) {
+func loadFixture(t *testing.T, dumps ...string) *Loaded {
 	t.Helper()
-	o := SourceOptions{Dumps: dumps, Objects: []string{smallFixture + "objects.json"}}
+	o := InputOptions{Dumps: dumps, Objects: []string{smallFixture + "objects.json"}}
 	l, err := o.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.Ruleset, l.Objects
+	return l
 }
 
 func TestMapJSONSchema(t *testing.T) {
@@ -85,8 +85,8 @@ func TestMapJSONSchema(t *testing.T) {
 		Sources    []struct {
 			Source, Format string
 		} `json:"sources"`
-		Summary MapSummary        `json:"summary"`
-		Chains  []json.RawMessage `json:"chains"`
+		Summary diagnose.MapSummary `json:"summary"`
+		Chains  []json.RawMessage   `json:"chains"`
 	}
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 )
 
 const masqExample = `  # The masquerade mark kube-proxy programmed, and what else uses that bit
@@ -25,7 +24,7 @@ const masqExample = `  # The masquerade mark kube-proxy programmed, and what els
 
 // NewCmdMasq builds `masq`.
 func NewCmdMasq(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &simpleOptions{IOStreams: streams, Output: "text", Color: "auto"}
+	o := &MasqOptions{analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "masq (--node NAME | --from-bundle DIR | --from-dump FILE [--from-config FILE])",
 		Short: "Check kube-proxy's masquerade mark: bit, rules, --random-fully, clashes with other marks",
@@ -42,82 +41,23 @@ Use it when replies to Service traffic go missing or come back from the wrong
 source address, typically after installing another CNI or network agent.`,
 		Example: fmt.Sprintf(masqExample, name),
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := o.load()
-			if err != nil {
-				return err
-			}
-			rep := &MasqReport{APIVersion: APIVersion, Kind: "MasqueradeReport", Node: o.Sources.Node, Families: inspect.AnalyzeMasquerade(l.Ruleset, l.Config)}
-			if rep.Families == nil {
-				rep.Families = []inspect.MasqReport{}
-			}
-			if o.machine() {
-				return printMachine(o.Out, o.Output, rep)
-			}
-			return renderMasq(o.Out, o.term, rep.Families)
-		},
+		RunE:    runAnalysis(o),
 	}
-	o.addFlags(cmd, kube)
+	o.addFlags(cmd, kube, false)
 	return cmd
 }
 
-// MasqReport is the machine-readable report of `masq`.
-type MasqReport struct {
-	APIVersion string               `json:"apiVersion"`
-	Kind       string               `json:"kind"`
-	Node       string               `json:"node,omitempty"`
-	Families   []inspect.MasqReport `json:"families"`
-}
+// MasqOptions are the options of `masq`.
+type MasqOptions struct{ analysisOptions }
 
-// simpleOptions are the options shared by the offline diagnoses.
-type simpleOptions struct {
-	genericiooptions.IOStreams
-	Sources SourceOptions
-	Output  string
-	Color   string
-	// At is --at, for the commands that judge sync ages; now is it parsed.
-	At   string
-	now  time.Time
-	term *Terminal
-}
-
-// addAtFlag registers --at.
-func (o *simpleOptions) addAtFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
-}
-
-func (o *simpleOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
-	o.Sources.AddFlags(cmd, kube)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, json or yaml")
-	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
-}
-
-func (o *simpleOptions) machine() bool { return o.Output == "json" || o.Output == "yaml" }
-
-// load completes and validates the options, then reads the inputs.
-func (o *simpleOptions) load() (*Loaded, error) {
-	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
-	t, err := NewTerminal(o.Out, o.Color)
+// Run checks the masquerade mark.
+func (o *MasqOptions) Run() error {
+	l, err := o.Inputs.Load()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	o.term = t
-	if err := validateOutput(o.Output); err != nil {
-		return nil, err
-	}
-	if err := o.Sources.Validate(); err != nil {
-		return nil, err
-	}
-	// A bad --at is reported before reading what may be large dumps.
-	if o.now, err = parseAt(o.At); err != nil {
-		return nil, err
-	}
-	l, err := o.Sources.Load()
-	if err != nil {
-		return nil, err
-	}
-	warnDumps(o.ErrOut, l)
-	return l, nil
+	rep := diagnose.Masquerade(l.Node)
+	return o.print(rep, func(out io.Writer, t *Terminal) error { return renderMasq(out, t, rep.Families) })
 }
 
 func yesNo(b bool) string {
@@ -127,7 +67,7 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func renderMasq(out io.Writer, t *Terminal, reps []inspect.MasqReport) error {
+func renderMasq(out io.Writer, t *Terminal, reps []diagnose.MasqReport) error {
 	st := t.styles()
 	if len(reps) == 0 {
 		fmt.Fprintln(out, "no kube-proxy rules in the dump: nothing to check")
@@ -159,7 +99,7 @@ func renderMasq(out io.Writer, t *Terminal, reps []inspect.MasqReport) error {
 		}
 		for _, g := range []struct {
 			label string
-			refs  []inspect.RuleRef
+			refs  []diagnose.RuleRef
 		}{{"set by", r.SetBy}, {"tested by", r.TestedBy}, {"cleared by", r.ClearedBy}} {
 			for i, ref := range g.refs {
 				label := ""

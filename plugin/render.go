@@ -10,6 +10,8 @@ import (
 	"github.com/charmbracelet/lipgloss/table"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // renderTable prints rows as a lipgloss table on a terminal and as plain
@@ -60,7 +62,7 @@ func renderTable(out io.Writer, t *Terminal, headers []string, rows [][]string, 
 	return err
 }
 
-func renderChainMap(out io.Writer, t *Terminal, m *ChainMap, wide bool) error {
+func renderChainMap(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool) error {
 	if t.Rich && !wide {
 		return renderChainMapGrouped(out, t, m)
 	}
@@ -76,18 +78,18 @@ func renderChainMap(out io.Writer, t *Terminal, m *ChainMap, wide bool) error {
 
 // renderChainMapGrouped prints one block per service port, which fits an
 // 80-column terminal: the owner once as a heading, then its chains.
-func renderChainMapGrouped(out io.Writer, t *Terminal, m *ChainMap) error {
+func renderChainMapGrouped(out io.Writer, t *Terminal, m *diagnose.ChainMap) error {
 	st := t.styles()
 	chains := groupedChains(m.Chains)
 	for i := 0; i < len(chains); {
 		j := i
 		for j < len(chains) && chains[j].ServicePort == chains[i].ServicePort && chains[j].Protocol == chains[i].Protocol &&
-			(chains[i].Kind == correlate.KindFixed) == (chains[j].Kind == correlate.KindFixed) {
+			(chains[i].Kind == kubeproxy.KindFixed) == (chains[j].Kind == kubeproxy.KindFixed) {
 			j++
 		}
 		group := chains[i:j]
 		i = j
-		if group[0].Kind == correlate.KindFixed {
+		if group[0].Kind == kubeproxy.KindFixed {
 			continue // summarised below; -o wide lists them
 		}
 		heading := group[0].ServicePort

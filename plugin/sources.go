@@ -16,14 +16,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
-// SourceOptions are the inputs every command reads: a node read live
-// through a debug pod (--node alone), a bundle written by `collect`, or
-// saved dumps, API objects and metrics. Formats are detected, not declared.
-type SourceOptions struct {
+// InputOptions are the inputs every analysis command reads: a node read
+// live through a debug pod (--node alone), a bundle written by `collect`,
+// or saved dumps, API objects and metrics. Formats are detected, not
+// declared.
+type InputOptions struct {
 	Dumps   []string
 	Objects []string
 	Metrics []string
@@ -31,6 +36,9 @@ type SourceOptions struct {
 	Bundles []string
 	Node    string
 	Live    LiveOptions
+	// At is --at: the time ages are judged against; now is it parsed.
+	At  string
+	now time.Time
 
 	In     io.Reader // stdin, for "-"
 	ErrOut io.Writer // progress and warnings
@@ -59,7 +67,7 @@ type LiveOptions struct {
 
 // AddFlags registers the input flags on cmd; kube selects the cluster for
 // live collection.
-func (o *SourceOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
+func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
 	o.cmd, o.kube = cmd, kube
 	fs := cmd.Flags()
 	fs.StringVar(&o.Node, "node", "", "the node to read, live through a short-lived debug pod; with --from-dump, the node the dump comes from (traffic policies depend on it)")
@@ -68,7 +76,16 @@ func (o *SourceOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Con
 	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
 	fs.StringArrayVar(&o.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
 	fs.StringArrayVar(&o.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")
+	fs.StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
 	o.Live.AddFlags(cmd)
+}
+
+// Complete takes the streams and reads --at.
+func (o *InputOptions) Complete(in io.Reader, errOut io.Writer) error {
+	o.In, o.ErrOut = in, errOut
+	var err error
+	o.now, err = parseAt(o.At)
+	return err
 }
 
 // AddFlags registers the live collection flags.
@@ -104,12 +121,12 @@ func (l *LiveOptions) Validate() error {
 }
 
 // live says whether the node is read through the cluster.
-func (o *SourceOptions) live() bool {
+func (o *InputOptions) live() bool {
 	return len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node != ""
 }
 
 // Validate checks the flags.
-func (o *SourceOptions) Validate() error {
+func (o *InputOptions) Validate() error {
 	if len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" {
 		return fmt.Errorf("which node? Pass --node NAME to read it through the cluster, or --from-bundle DIR / --from-dump FILE to read a saved one")
 	}
@@ -131,17 +148,19 @@ func (o *SourceOptions) Validate() error {
 	return nil
 }
 
-// Loaded is what the sources held.
+// Loaded is what the inputs held.
 type Loaded struct {
 	Ruleset *inspect.Ruleset
-	Metrics []*inspect.Metrics
+	Metrics []*metrics.Metrics
 	Objects *correlate.Objects // nil when no --from-objects
-	Config  *inspect.ProxyConfig
+	Config  *kpconfig.Config
 	// Collected says how the node was read (live or --from-bundle).
 	Collected *collect.Manifest
+	// Node is the diagnosis input: the above, the node's name and --at.
+	Node *diagnose.Node
 }
 
-func (o *SourceOptions) open(name string) (io.ReadCloser, string, error) {
+func (o *InputOptions) open(name string) (io.ReadCloser, string, error) {
 	if name == "-" {
 		in := o.In
 		if in == nil {
@@ -158,7 +177,7 @@ func (o *SourceOptions) open(name string) (io.ReadCloser, string, error) {
 
 // Load reads every source: the node through the cluster when --node
 // comes alone, else the bundles and files given.
-func (o *SourceOptions) Load() (*Loaded, error) {
+func (o *InputOptions) Load() (*Loaded, error) {
 	bundles := o.Bundles
 	if o.live() {
 		dir, err := os.MkdirTemp("", "proxyrules-")
@@ -191,14 +210,30 @@ func (o *SourceOptions) Load() (*Loaded, error) {
 		return nil, err
 	}
 	l.Collected = src.collected
+	l.Node = &diagnose.Node{Name: o.Node, Ruleset: l.Ruleset, Metrics: l.Metrics, Objects: l.Objects, Config: l.Config, At: o.now}
+	if l.Collected != nil {
+		l.Node.CollectionNotes = l.Collected.Warnings
+	}
+	for _, d := range l.Ruleset.Dumps {
+		for _, msg := range d.Warnings {
+			fmt.Fprintf(o.errOut(), "warning: %s: %s\n", d.Source, msg)
+		}
+	}
 	return l, nil
+}
+
+func (o *InputOptions) errOut() io.Writer {
+	if o.ErrOut == nil {
+		return os.Stderr
+	}
+	return o.ErrOut
 }
 
 func clip(s []string) []string { return s[:len(s):len(s)] }
 
 // addBundle adds a bundle's files to the inputs. Objects given with
 // --from-objects win over the bundle's.
-func (o *SourceOptions) addBundle(b *collect.Bundle, userObjects bool) {
+func (o *InputOptions) addBundle(b *collect.Bundle, userObjects bool) {
 	m := b.Manifest
 	o.collected = &m
 	if o.Node == "" {
@@ -224,7 +259,7 @@ func (o *SourceOptions) addBundle(b *collect.Bundle, userObjects bool) {
 }
 
 // Context is the command's context: cancelled on Ctrl-C (see cmd main).
-func (o *SourceOptions) Context() context.Context {
+func (o *InputOptions) Context() context.Context {
 	if o.cmd != nil && o.cmd.Context() != nil {
 		return o.cmd.Context()
 	}
@@ -232,7 +267,7 @@ func (o *SourceOptions) Context() context.Context {
 }
 
 // Collect reads the node (--node) through the cluster into dir.
-func (o *SourceOptions) Collect(dir string) (*collect.Manifest, error) {
+func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 	if o.kube == nil {
 		return nil, fmt.Errorf("no cluster access configured")
 	}
@@ -281,14 +316,14 @@ func (o *SourceOptions) Collect(dir string) (*collect.Manifest, error) {
 }
 
 // load reads the files.
-func (o *SourceOptions) load() (*Loaded, error) {
+func (o *InputOptions) load() (*Loaded, error) {
 	l := &Loaded{Ruleset: &inspect.Ruleset{}}
 	for _, name := range o.Dumps {
 		rc, src, err := o.open(name)
 		if err != nil {
 			return nil, err
 		}
-		in, err := inspect.Read(rc, src)
+		in, err := input.Read(rc, src)
 		rc.Close()
 		if err != nil {
 			return nil, err
@@ -305,7 +340,7 @@ func (o *SourceOptions) load() (*Loaded, error) {
 		if err != nil {
 			return nil, err
 		}
-		m, err := inspect.ParseMetrics(rc, src)
+		m, err := metrics.Parse(rc, src)
 		rc.Close()
 		if err != nil {
 			return nil, err
@@ -317,7 +352,7 @@ func (o *SourceOptions) load() (*Loaded, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := inspect.ParseProxyConfig(rc, src)
+		cfg, err := kpconfig.Parse(rc, src)
 		rc.Close()
 		if err != nil {
 			return nil, err
@@ -350,7 +385,7 @@ func (o *SourceOptions) load() (*Loaded, error) {
 
 // configFromObjects reads kube-proxy's configuration from the kube-system
 // kube-proxy ConfigMap when the objects include it.
-func configFromObjects(objs *correlate.Objects) *inspect.ProxyConfig {
+func configFromObjects(objs *correlate.Objects) *kpconfig.Config {
 	for _, o := range objs.Other {
 		cm, ok := o.(*corev1.ConfigMap)
 		if !ok || cm.Namespace != "kube-system" || cm.Name != "kube-proxy" {
@@ -361,7 +396,7 @@ func configFromObjects(objs *correlate.Objects) *inspect.ProxyConfig {
 		if err != nil {
 			continue
 		}
-		if cfg, err := inspect.ParseProxyConfig(bytes.NewReader(data), "configmap/kube-system/kube-proxy"); err == nil {
+		if cfg, err := kpconfig.Parse(bytes.NewReader(data), "configmap/kube-system/kube-proxy"); err == nil {
 			return cfg
 		}
 	}

@@ -10,18 +10,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 )
 
 // StaleOptions are the options of `stale`.
 type StaleOptions struct {
-	genericiooptions.IOStreams
-	Sources    SourceOptions
-	Output     string
-	Color      string
+	analysisOptions
 	SyncPeriod time.Duration
-
-	term *Terminal
 }
 
 const staleExample = `  # Chains and map entries no current Service owns, and who owned them
@@ -35,7 +30,7 @@ const staleExample = `  # Chains and map entries no current Service owns, and wh
 
 // NewCmdStale builds `stale`.
 func NewCmdStale(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &StaleOptions{IOStreams: streams, Output: "text", Color: "auto"}
+	o := &StaleOptions{analysisOptions: analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "stale (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "List kube-proxy chains and map entries that no current Service or endpoint owns",
@@ -51,54 +46,26 @@ the kubelet's KUBE-MARK-DROP) are listed too.
 Use it when a dump shows chains you cannot place, or after deleting Services.`,
 		Example: fmt.Sprintf(staleExample, name),
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
-			t, err := NewTerminal(o.Out, o.Color)
-			if err != nil {
-				return err
-			}
-			o.term = t
-			if err := validateOutput(o.Output); err != nil {
-				return err
-			}
-			if err := o.Sources.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE:    runAnalysis(o),
 	}
-	o.Sources.AddFlags(cmd, kube)
+	o.Inputs.AddFlags(cmd, kube)
 	cmd.Flags().DurationVar(&o.SyncPeriod, "sync-period", 0, "kube-proxy's syncPeriod, when not 30s and no --from-config says it")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, wide, json or yaml")
-	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
+	o.Out.AddFlags(cmd, true)
 	return cmd
-}
-
-// StaleReport is the machine-readable report of `stale`.
-type StaleReport struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Node       string `json:"node,omitempty"`
-	*correlate.StaleReport
 }
 
 // Run finds the stale chains.
 func (o *StaleOptions) Run() error {
-	l, err := o.Sources.Load()
+	l, err := o.Inputs.Load()
 	if err != nil {
 		return err
 	}
-	warnDumps(o.ErrOut, l)
-	res := correlate.Attribute(l.Ruleset, l.Objects)
-	rep := correlate.FindStale(l.Ruleset, res, l.Objects, correlate.StaleOptions{SyncPeriod: o.SyncPeriod})
-	out := &StaleReport{APIVersion: APIVersion, Kind: "StaleReport", Node: o.Sources.Node, StaleReport: rep}
-	if o.Output == "json" || o.Output == "yaml" {
-		return printMachine(o.Out, o.Output, out)
-	}
-	return renderStale(o.Out, o.term, rep, o.Output == "wide")
+	rep := diagnose.Stale(l.Node, diagnose.StaleOptions{SyncPeriod: o.SyncPeriod})
+	rep.APIVersion, rep.Kind, rep.Node = APIVersion, "StaleReport", l.Node.Name
+	return o.print(rep, func(out io.Writer, t *Terminal) error { return renderStale(out, t, rep, o.Out.Wide()) })
 }
 
-func staleState(s correlate.StaleChain) string {
+func staleState(s diagnose.StaleVerdict) string {
 	switch {
 	case s.Referenced:
 		return "HARMFUL"
@@ -110,7 +77,7 @@ func staleState(s correlate.StaleChain) string {
 	return "harmless"
 }
 
-func renderStale(out io.Writer, t *Terminal, rep *correlate.StaleReport, wide bool) error {
+func renderStale(out io.Writer, t *Terminal, rep *diagnose.StaleReport, wide bool) error {
 	st := t.styles()
 	if len(rep.Chains) == 0 && len(rep.Elements) == 0 {
 		fmt.Fprintln(out, st.good.Render("no stale kube-proxy chains or map elements"))

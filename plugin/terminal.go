@@ -21,9 +21,6 @@ type Terminal struct {
 	Renderer *lipgloss.Renderer
 }
 
-// ColorModes are the values of --color.
-var ColorModes = []string{"auto", "always", "never"}
-
 // NewTerminal inspects out. color is auto, always or never.
 func NewTerminal(out io.Writer, color string) (*Terminal, error) {
 	t := &Terminal{Width: 80}

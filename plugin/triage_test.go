@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 )
 
 const churnAt = "1795939150" // a few seconds after the churn fixture's last sync
@@ -52,7 +54,7 @@ func TestTriageJSON(t *testing.T) {
 	if code, ok := IsExitError(err); !ok || code != ExitProblems {
 		t.Fatalf("err %v, want exit %d", err, ExitProblems)
 	}
-	var rep TriageReport
+	var rep diagnose.TriageReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestTriageLegacyLeftovers(t *testing.T) {
 	if code, ok := IsExitError(err); !ok || code != ExitProblems {
 		t.Fatalf("err %v", err)
 	}
-	var rep TriageReport
+	var rep diagnose.TriageReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

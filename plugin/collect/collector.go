@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
-	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
 )
 
 // Ways to reach the node.
@@ -225,7 +225,7 @@ func (c *Collector) metricsPortFromConfig(ctx context.Context) int {
 	if err != nil {
 		return 10249
 	}
-	cfg, err := inspect.ParseProxyConfig(bytes.NewReader(data), "configmap")
+	cfg, err := kpconfig.Parse(bytes.NewReader(data), "configmap")
 	if err != nil {
 		return 10249
 	}

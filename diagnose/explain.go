@@ -1,0 +1,189 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// ServiceExplanation is explain's report for one Service: the path its
+// packets take (package correlate) with the problems found on each port.
+type ServiceExplanation struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	*correlate.Explanation
+	Ports []PortReport `json:"ports"`
+}
+
+// PortReport is one port's path and what is wrong with it.
+type PortReport struct {
+	correlate.PortPath
+	Problems []Problem `json:"problems"`
+}
+
+// ExplainService explains one Service of the node.
+func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation, error) {
+	ex, err := correlate.Explain(n.Ruleset, n.Objects, correlate.ExplainOptions{Namespace: namespace, Name: name, Port: port, Node: n.Name})
+	if err != nil {
+		return nil, err
+	}
+	rep := judgeExplanation(ex)
+	rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
+	return rep, nil
+}
+
+func judgeExplanation(ex *correlate.Explanation) *ServiceExplanation {
+	rep := &ServiceExplanation{Explanation: ex, Ports: make([]PortReport, 0, len(ex.Ports))}
+	for i := range ex.Ports {
+		rep.Ports = append(rep.Ports, PortReport{PortPath: ex.Ports[i], Problems: judgePort(&ex.Ports[i])})
+	}
+	return rep
+}
+
+// judgePort says what is wrong with one port's path, most severe first.
+func judgePort(pp *correlate.PortPath) []Problem {
+	ps := []Problem{}
+	problem := func(sev Severity, format string, args ...any) {
+		ps = append(ps, Problem{sev, fmt.Sprintf(format, args...)})
+	}
+	nft := pp.Mode == string(kubeproxy.ModeNFTables)
+	for _, m := range pp.Missing {
+		switch {
+		case m.Kind == "clusterIP" && nft:
+			problem(SeverityError, "no service-ips element for the cluster IP %s: kube-proxy has not programmed this service port on this node", m.Address)
+		case m.Kind == "clusterIP":
+			problem(SeverityError, "no KUBE-SERVICES rule for the cluster IP %s: kube-proxy has not programmed this service port on this node (is kube-proxy running and syncing?)", m.Address)
+		case m.Kind == "nodePort" && nft:
+			problem(SeverityError, "no service-nodeports element for node port %s", m.Address)
+		case m.Kind == "nodePort":
+			problem(SeverityError, "no KUBE-NODEPORTS rule for node port %s", m.Address)
+		default:
+			problem(SeverityWarning, "no rule for external/load-balancer IP %s", m.Address)
+		}
+	}
+	for _, c := range pp.EmptyChains {
+		problem(SeverityWarning, "chain %s exists but is empty", c)
+	}
+	judgeEndpoints(pp, problem)
+	for _, h := range pp.Misnamed {
+		if h.NameSays != "" {
+			problem(SeverityError, "%s DNATs to %s, but its name says %s", h.Chain, h.Endpoint, h.NameSays)
+		} else {
+			problem(SeverityError, "%s DNATs to %s, but its name belongs to a different endpoint or service port", h.Chain, h.Endpoint)
+		}
+	}
+	sortProblems(ps)
+	return ps
+}
+
+// judgeEndpoints compares the endpoints the routes reach with the slices.
+func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, ...any)) {
+	var internalSum, externalSum float64
+	haveInternal, haveExternal := false, false
+	for _, r := range pp.Routes {
+		if len(r.Hops) == 0 {
+			continue
+		}
+		if r.Traffic == "internal" {
+			haveInternal, internalSum = true, r.ShareSum
+		} else {
+			haveExternal, externalSum = true, r.ShareSum
+		}
+	}
+	var missing, extra, terminating, unexpected []string
+	inSlices := 0
+	for _, p := range pp.Endpoints {
+		if p.InSlices {
+			inSlices++
+		}
+		switch {
+		case p.Expected && !p.InRules:
+			missing = append(missing, p.Endpoint)
+		case p.InRules && !p.InSlices:
+			extra = append(extra, p.Endpoint)
+		case p.InRules && !p.Expected && p.Terminating != nil && *p.Terminating:
+			terminating = append(terminating, p.Endpoint)
+		case p.InRules && !p.Expected && pp.LocalPolicy && !pp.NodeKnown:
+			// Without the node, local-only expectations are unknown.
+		case p.InRules && !p.Expected:
+			unexpected = append(unexpected, p.Endpoint)
+		}
+	}
+	if len(missing) > 0 {
+		problem(SeverityError, "%s in the EndpointSlices and should be programmed, but no rule reaches %s: propagation lag or a failed sync", listEndpoints(missing), them(missing))
+	}
+	if len(extra) > 0 {
+		problem(SeverityError, "%s in the rules but not in the EndpointSlices: connections may go to pods that are gone", listEndpoints(extra))
+	}
+	if len(terminating) > 0 {
+		problem(SeverityWarning, "%s terminating but still %s new connections", listEndpoints(terminating), gets(terminating))
+	}
+	if len(unexpected) > 0 {
+		problem(SeverityWarning, "%s %s connections although kube-proxy would not program %s (not ready, or not local under a Local policy)", listEndpoints(unexpected), gets(unexpected), them(unexpected))
+	}
+	if pp.LocalPolicy && !pp.NodeKnown {
+		problem(SeverityInfo, "the traffic policy is Local: pass --node to check which endpoints are local")
+	}
+	if haveInternal && math.Abs(internalSum-1) > 1e-6 {
+		problem(SeverityError, "the endpoint shares of cluster-IP traffic add up to %.4f, not 1: some new connections match no endpoint", internalSum)
+	}
+	if haveExternal && math.Abs(externalSum-1) > 1e-6 {
+		problem(SeverityError, "the endpoint shares of external traffic add up to %.4f, not 1", externalSum)
+	}
+	expectedAny := pp.InternalExpected > 0
+	rejects := hasEntry(pp.Entries, "noEndpoints") || hasEntry(pp.Entries, "noLocalEndpoints")
+	if !expectedAny && !haveInternal && !rejects && len(pp.Entries) > 0 {
+		problem(SeverityWarning, "the service has no usable endpoints but no \"has no endpoints\" reject rule")
+	}
+	if !expectedAny && inSlices == 0 {
+		problem(SeverityInfo, "the EndpointSlices list no endpoints for this port (selector matches no ready pod?)")
+	}
+	if expectedAny && hasEntry(pp.Entries, "noEndpoints") {
+		problem(SeverityError, "connections are rejected as \"no endpoints\" although the EndpointSlices have ready endpoints: kube-proxy has not caught up")
+	}
+}
+
+func hasEntry(entries []correlate.Entry, kind string) bool {
+	for _, e := range entries {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func sortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Severity.rank() < ps[j].Severity.rank() })
+}
+
+// listEndpoints names a few endpoints: "endpoint 10.0.0.1:80 is" or
+// "4 endpoints (10.0.0.1:80, 10.0.0.2:80, 10.0.0.3:80 and 1 more) are".
+func listEndpoints(eps []string) string {
+	if len(eps) == 1 {
+		return "endpoint " + eps[0] + " is"
+	}
+	shown := eps
+	more := ""
+	if len(eps) > 3 {
+		shown, more = eps[:3], fmt.Sprintf(" and %d more", len(eps)-3)
+	}
+	return fmt.Sprintf("%d endpoints (%s%s) are", len(eps), strings.Join(shown, ", "), more)
+}
+
+func them(eps []string) string {
+	if len(eps) == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+func gets(eps []string) string {
+	if len(eps) == 1 {
+		return "gets"
+	}
+	return "get"
+}

@@ -1,0 +1,89 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// StaleReport is what `stale` reports: the chains and elements no current
+// Service or endpoint owns, each judged.
+type StaleReport struct {
+	APIVersion string                   `json:"apiVersion,omitempty"`
+	Kind       string                   `json:"kind,omitempty"`
+	Node       string                   `json:"node,omitempty"`
+	Chains     []StaleVerdict           `json:"stale"`
+	Elements   []correlate.StaleElement `json:"elements"`
+	// LargeClusterMode per family, from the API objects (> 1000 endpoints).
+	LargeClusterMode map[string]bool `json:"largeClusterMode,omitempty"`
+	Notes            []string        `json:"notes"`
+}
+
+// StaleVerdict is a stale chain and whether anyone needs to act.
+type StaleVerdict struct {
+	correlate.StaleChain
+	// NotDueYet: kube-proxy will remove it on its own; nobody needs to act.
+	NotDueYet bool   `json:"notDueYet"`
+	Reason    string `json:"reason"`
+}
+
+// StaleOptions tune the "not due yet" judgement.
+type StaleOptions struct {
+	// SyncPeriod is kube-proxy's syncPeriod (30s when unknown).
+	SyncPeriod time.Duration
+}
+
+// Stale finds and judges the node's stale chains and elements.
+func Stale(n *Node, opts StaleOptions) *StaleReport {
+	if opts.SyncPeriod == 0 {
+		opts.SyncPeriod = kubeproxy.DefaultSyncPeriod
+	}
+	found := correlate.FindStale(n.Ruleset, n.attribution(), n.Objects)
+	rep := &StaleReport{Chains: []StaleVerdict{}, Elements: found.Elements, Notes: []string{}, LargeClusterMode: correlate.LargeClusterMode(n.Objects)}
+	if !found.HaveObjects {
+		rep.Notes = append(rep.Notes, "no API objects given: only leftovers of older versions can be told; pass --from-objects (or use --node on a cluster) to find chains no current Service owns")
+	}
+	due := 0
+	for _, c := range found.Chains {
+		v := StaleVerdict{StaleChain: c}
+		v.Reason, v.NotDueYet = staleReason(c, rep.LargeClusterMode[c.Family], opts)
+		if v.NotDueYet {
+			due++
+		}
+		rep.Chains = append(rep.Chains, v)
+	}
+	if due > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d stale chains are simply not cleaned up yet: kube-proxy removes them on its own (see each reason); nobody needs to act unless they are still there after %s", due, len(rep.Chains), 2*opts.SyncPeriod))
+	}
+	return rep
+}
+
+func staleReason(s correlate.StaleChain, largeMode bool, opts StaleOptions) (string, bool) {
+	owner := "a Service port that no longer exists"
+	if s.ServicePort != "" {
+		owner = s.ServicePort
+		if s.Endpoint != "" {
+			owner += " → " + s.Endpoint
+		}
+	}
+	nft := s.Mode == string(kubeproxy.ModeNFTables)
+	switch {
+	case strings.HasPrefix(s.Chain, kubeproxy.PrefixXLB):
+		return fmt.Sprintf("left by kube-proxy ≤1.23 (KUBE-XLB- became KUBE-EXT-/KUBE-SVL- in 1.24) for %s; newer kube-proxy never deletes it. Harmless if unreferenced; remove it with `iptables -t nat -F %[2]s && iptables -t nat -X %[2]s` on the node", owner, s.Chain), false
+	case s.Chain == kubeproxy.ChainMarkDrop:
+		return "created by kubelet ≤1.27 (IPTablesOwnershipCleanup removed it in 1.28); nothing uses it. Harmless", false
+	case s.Referenced:
+		return fmt.Sprintf("owned by %s but still reached from %s: new connections can be sent to a Service or endpoint that is gone. kube-proxy rewrites the referring chain on its next sync of that Service; if this stays, kube-proxy is not syncing (see `counts`/`triage`)", owner, strings.Join(s.ReferencedBy, ", ")), false
+	case nft && s.Flushed:
+		return fmt.Sprintf("flushed by kube-proxy (was %s); it deletes flushed chains on a later sync, more than 1 s after flushing them (kernels before 6.2 need the delay)", owner), true
+	case nft:
+		return fmt.Sprintf("was %s; kube-proxy flushes it on its next sync and deletes it on the one after", owner), true
+	case largeMode:
+		return fmt.Sprintf("was %s; in large-cluster mode (more than 1000 endpoints) kube-proxy deletes stale chains at most once per syncPeriod (%s), so it lingers for up to that long", owner, opts.SyncPeriod), true
+	default:
+		return fmt.Sprintf("was %s; unreferenced, so harmless. kube-proxy deletes stale chains on every sync: if it stays, kube-proxy is not syncing or another writer re-creates it", owner), true
+	}
+}

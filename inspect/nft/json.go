@@ -1,0 +1,1398 @@
+package nft
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+)
+
+// This file reads `nft -j list ruleset` (libnftables JSON schema v1) and
+// renders each rule's expression list into the text nft itself would list,
+// so that AnalyzeNFTRule sees one syntax whatever the input format.
+//
+// encoding/json's Decoder frames the input (the outer object and the
+// "nftables" array, one element at a time); each element is then parsed by
+// jsonParser into a small tree whose strings are substrings of the
+// element's bytes, which costs far fewer allocations than map[string]any.
+
+// jsonValue is a parsed JSON value. A nil *jsonValue is an absent value.
+type jsonValue struct {
+	kind byte // 'z' null, 't' true, 'f' false, '#' number, 's' string, 'a' array, 'o' object
+	key  string
+	str  string      // string value, or the text of a number
+	kids []jsonValue // array items, or object members (with key set)
+}
+
+func (v *jsonValue) isNull() bool { return v != nil && v.kind == 'z' }
+func (v *jsonValue) isStr() bool  { return v != nil && v.kind == 's' }
+func (v *jsonValue) isNum() bool  { return v != nil && v.kind == '#' }
+func (v *jsonValue) isArr() bool  { return v != nil && v.kind == 'a' }
+func (v *jsonValue) isTrue() bool { return v != nil && v.kind == 't' }
+
+// get returns the member key of an object, or nil.
+func (v *jsonValue) get(key string) *jsonValue {
+	if v == nil || v.kind != 'o' {
+		return nil
+	}
+	for i := range v.kids {
+		if v.kids[i].key == key {
+			return &v.kids[i]
+		}
+	}
+	return nil
+}
+
+// items returns the items of an array (nil for anything else).
+func (v *jsonValue) items() []jsonValue {
+	if v == nil || v.kind != 'a' {
+		return nil
+	}
+	return v.kids
+}
+
+// single returns the only member of an object.
+func (v *jsonValue) single() (string, *jsonValue, bool) {
+	if v == nil || v.kind != 'o' || len(v.kids) != 1 {
+		return "", nil, false
+	}
+	return v.kids[0].key, &v.kids[0], true
+}
+
+// scalar returns a string, the text of a number, or "true"/"false".
+func (v *jsonValue) scalar() string {
+	if v == nil {
+		return ""
+	}
+	switch v.kind {
+	case 's', '#':
+		return v.str
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	}
+	return ""
+}
+
+// fieldStr returns the scalar member key of an object.
+func (v *jsonValue) fieldStr(key string) string { return v.get(key).scalar() }
+
+// strs reads a string or a list of strings.
+func (v *jsonValue) strs() []string {
+	if v == nil {
+		return nil
+	}
+	if v.kind == 'a' {
+		out := make([]string, 0, len(v.kids))
+		for i := range v.kids {
+			if s := v.kids[i].scalar(); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if s := v.scalar(); s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+// jsonMaxDepth bounds the nesting the parser accepts (encoding/json's
+// own limit).
+const jsonMaxDepth = 10000
+
+// jsonParser parses one JSON value held in a string.
+type jsonParser struct {
+	s     string
+	i     int
+	depth int
+	stack []jsonValue
+	// arena holds the members of every container of the value being
+	// parsed; a tree lives only until the next parse, so it is reused
+	arena []jsonValue
+	err   error
+}
+
+func (p *jsonParser) parse(s string) (jsonValue, error) {
+	p.s, p.i, p.depth, p.err = s, 0, 0, nil
+	p.stack = p.stack[:0]
+	clear(p.arena)
+	p.arena = p.arena[:0]
+	v := p.value()
+	p.space()
+	if p.err == nil && p.i != len(p.s) {
+		p.fail("trailing data")
+	}
+	return v, p.err
+}
+
+func (p *jsonParser) fail(what string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("offset %d: %s", p.i, what)
+	}
+	p.i = len(p.s)
+}
+
+func (p *jsonParser) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// value parses the value at p.i (returned by value: a pointer would make
+// every value escape to the heap through the recursion).
+func (p *jsonParser) value() jsonValue {
+	p.space()
+	if p.i >= len(p.s) {
+		p.fail("unexpected end")
+		return jsonValue{}
+	}
+	switch c := p.s[p.i]; {
+	case c == '{' || c == '[':
+		return p.container(c)
+	case c == '"':
+		return jsonValue{kind: 's', str: p.string()}
+	case c == 't':
+		return p.literal("true", 't')
+	case c == 'f':
+		return p.literal("false", 'f')
+	case c == 'n':
+		return p.literal("null", 'z')
+	case c == '-' || c >= '0' && c <= '9':
+		j := p.i + 1
+		for j < len(p.s) {
+			d := p.s[j]
+			if d >= '0' && d <= '9' || d == '.' || d == 'e' || d == 'E' || d == '+' || d == '-' {
+				j++
+				continue
+			}
+			break
+		}
+		v := jsonValue{kind: '#', str: p.s[p.i:j]}
+		p.i = j
+		return v
+	}
+	p.fail("unexpected character")
+	return jsonValue{}
+}
+
+func (p *jsonParser) literal(word string, kind byte) jsonValue {
+	if !strings.HasPrefix(p.s[p.i:], word) {
+		p.fail("bad literal")
+		return jsonValue{}
+	}
+	p.i += len(word)
+	return jsonValue{kind: kind}
+}
+
+// container parses an object or an array; its members are collected on
+// p.stack and then moved into the arena.
+func (p *jsonParser) container(open byte) jsonValue {
+	var v jsonValue
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > jsonMaxDepth {
+		p.fail("nesting too deep")
+		return v
+	}
+	isObj := open == '{'
+	closer := byte(']')
+	v.kind = 'a'
+	if isObj {
+		closer, v.kind = '}', 'o'
+	}
+	p.i++
+	base := len(p.stack)
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == closer {
+		p.i++
+		return v
+	}
+	for {
+		var key string
+		if isObj {
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != '"' {
+				p.fail("expected a member name")
+				return v
+			}
+			key = p.string()
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				p.fail("expected ':'")
+				return v
+			}
+			p.i++
+		}
+		child := p.value()
+		child.key = key
+		p.stack = append(p.stack, child)
+		if p.err != nil {
+			return v
+		}
+		p.space()
+		if p.i >= len(p.s) {
+			p.fail("unexpected end")
+			return v
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+			continue
+		case closer:
+			p.i++
+		default:
+			p.fail("expected ',' or a closing bracket")
+			return v
+		}
+		break
+	}
+	n := len(p.stack) - base
+	if cap(p.arena)-len(p.arena) < n {
+		// a new chunk; slices into the old one stay valid
+		p.arena = make([]jsonValue, 0, max(2*cap(p.arena), n, 256))
+	}
+	v.kids = p.arena[len(p.arena) : len(p.arena)+n : len(p.arena)+n]
+	p.arena = p.arena[:len(p.arena)+n]
+	copy(v.kids, p.stack[base:])
+	clear(p.stack[base:])
+	p.stack = p.stack[:base]
+	return v
+}
+
+// string reads a JSON string at p.s[p.i] == '"'. Without escapes it is a
+// substring of the input.
+func (p *jsonParser) string() string {
+	start := p.i + 1
+	j := start
+	esc := false
+	for j < len(p.s) {
+		c := p.s[j]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			esc = true
+			j += 2
+			continue
+		}
+		j++
+	}
+	if j >= len(p.s) {
+		p.fail("unterminated string")
+		return ""
+	}
+	p.i = j + 1
+	if !esc {
+		return p.s[start:j]
+	}
+	var out string
+	if err := json.Unmarshal([]byte(p.s[start-1:j+1]), &out); err != nil {
+		p.fail("bad string escape")
+		return ""
+	}
+	return out
+}
+
+// ParseJSON reads `nft -j list ruleset` (or `nft -j list table …`)
+// output. It streams: the "nftables" array is decoded one object at a time,
+// so the input is never held in memory as a whole. Tables of an
+// iptables-nft node become IPTables (see nft_xtables.go); every other table
+// becomes an NFTTable. On malformed input it returns what was read before
+// the error together with the error.
+func ParseJSON(r io.Reader, source string) (*inspect.Ruleset, error) {
+	b := newNFTBuilder(source, inspect.FormatNFTJSON)
+	err := parseNFTJSON(r, b)
+	return b.finish(), err
+}
+
+func parseNFTJSON(r io.Reader, b *builder) error {
+	st := &jsonStream{r: r}
+	for len(st.buf)-st.pos < 3 && st.fill(st.pos) {
+	}
+	if len(st.buf)-st.pos >= 3 && string(st.buf[st.pos:st.pos+3]) == "\ufeff" {
+		st.pos += 3 // a byte order mark
+	}
+	c, err := st.peek()
+	if err != nil {
+		return fmt.Errorf("nft JSON: %w", err)
+	}
+	if c != '{' {
+		return fmt.Errorf("nft JSON: expected an object, found %q", c)
+	}
+	st.pos++
+	seen := false
+	p := &jsonParser{}
+	for first := true; ; first = false {
+		c, err := st.peek()
+		if err != nil {
+			return st.wrap(err)
+		}
+		if c == '}' {
+			st.pos++
+			break
+		}
+		if !first {
+			if c != ',' {
+				return st.wrap(errors.New("expected ',' or '}'"))
+			}
+			st.pos++
+		}
+		raw, err := st.value()
+		if err != nil {
+			return st.wrap(err)
+		}
+		kv, err := p.parse(string(raw))
+		if err != nil || kv.kind != 's' {
+			return st.wrap(errors.New("expected a member name"))
+		}
+		key := kv.str
+		if c, err := st.peek(); err != nil || c != ':' {
+			return st.wrap(errors.New("expected ':'"))
+		}
+		st.pos++
+		if key != "nftables" {
+			if _, err := st.value(); err != nil {
+				return st.wrap(err)
+			}
+			b.warn("ignored top-level key %q", key)
+			continue
+		}
+		seen = true
+		if err := jsonArray(st, p, b); err != nil {
+			return err
+		}
+	}
+	if c, err := st.peek(); err == nil {
+		return st.wrap(fmt.Errorf("unexpected %q after the top-level object", c))
+	}
+	if !seen {
+		return errors.New(`nft JSON: no "nftables" array`)
+	}
+	return nil
+}
+
+func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
+	c, err := st.peek()
+	if err != nil {
+		return st.wrap(err)
+	}
+	if c != '[' {
+		return fmt.Errorf(`nft JSON: "nftables" is not an array`)
+	}
+	st.pos++
+	w := &renderer{}
+	for i := 0; ; i++ {
+		c, err := st.peek()
+		if err != nil {
+			return st.wrap(err)
+		}
+		if c == ']' {
+			st.pos++
+			return nil
+		}
+		if i > 0 {
+			if c != ',' {
+				return st.wrap(errors.New("expected ',' or ']'"))
+			}
+			st.pos++
+		}
+		raw, err := st.value()
+		if err == nil && len(raw) == 0 {
+			err = errors.New("expected a value")
+		}
+		if err != nil {
+			return st.wrap(fmt.Errorf("object %d: %w", i, err))
+		}
+		// raw is a fresh copy that is never written again: the strings of
+		// the parsed tree point into it
+		v, err := p.parse(unsafe.String(&raw[0], len(raw)))
+		if err != nil {
+			return st.wrap(fmt.Errorf("object %d: %w", i, err))
+		}
+		b.jsonObject(&v, w, i)
+	}
+}
+
+// jsonStream frames a JSON stream: it returns each value as a fresh
+// byte slice, reading r as needed, without holding more than the current
+// value (and a read buffer) in memory.
+type jsonStream struct {
+	r    io.Reader
+	buf  []byte
+	pos  int   // next unread byte in buf
+	base int64 // input offset of buf[0]
+	eof  bool
+	err  error
+}
+
+const jsonReadSize = 256 << 10
+
+// fill reads more input, keeping buf[keep:].
+func (st *jsonStream) fill(keep int) bool {
+	if st.eof {
+		return false
+	}
+	if keep > 0 {
+		n := copy(st.buf, st.buf[keep:])
+		st.buf = st.buf[:n]
+		st.pos -= keep
+		st.base += int64(keep)
+	}
+	if cap(st.buf)-len(st.buf) < jsonReadSize/2 {
+		nb := make([]byte, len(st.buf), 2*len(st.buf)+jsonReadSize)
+		copy(nb, st.buf)
+		st.buf = nb
+	}
+	n, err := st.r.Read(st.buf[len(st.buf):cap(st.buf)])
+	st.buf = st.buf[:len(st.buf)+n]
+	if err != nil {
+		st.eof = true
+		if err != io.EOF {
+			st.err = err
+		}
+	}
+	return n > 0 || !st.eof
+}
+
+var errNFTJSONEOF = errors.New("unexpected end of input")
+
+// peek skips white space and returns the next byte.
+func (st *jsonStream) peek() (byte, error) {
+	for {
+		for st.pos < len(st.buf) {
+			switch c := st.buf[st.pos]; c {
+			case ' ', '\t', '\n', '\r':
+				st.pos++
+			default:
+				return c, nil
+			}
+		}
+		if !st.fill(st.pos) {
+			if st.err != nil {
+				return 0, st.err
+			}
+			return 0, errNFTJSONEOF
+		}
+	}
+}
+
+// value returns a copy of the next JSON value's bytes. It finds the end of
+// the value only (strings, nesting); the tree parser checks the rest.
+func (st *jsonStream) value() ([]byte, error) {
+	c, err := st.peek()
+	if err != nil {
+		return nil, err
+	}
+	switch c {
+	case ',', ':', '}', ']':
+		return nil, fmt.Errorf("expected a value, found %q", c)
+	}
+	start := st.pos
+	i := st.pos
+	depth := 0
+	inStr, esc := false, false
+	for {
+		for ; i < len(st.buf); i++ {
+			c := st.buf[i]
+			if inStr {
+				switch {
+				case esc:
+					esc = false
+				case c == '\\':
+					esc = true
+				case c == '"':
+					inStr = false
+					if depth == 0 {
+						return st.take(start, i+1), nil
+					}
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				inStr = true
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth == 0 {
+					// the end of an enclosing container ends a scalar
+					return st.take(start, i), nil
+				}
+				depth--
+				if depth == 0 {
+					return st.take(start, i+1), nil
+				}
+			case ',', ' ', '\t', '\n', '\r', ':':
+				if depth == 0 {
+					return st.take(start, i), nil
+				}
+			}
+		}
+		off := i - start
+		if !st.fill(start) {
+			if depth == 0 && !inStr && off > 0 {
+				return st.take(st.pos, st.pos+off), nil
+			}
+			if st.err != nil {
+				return nil, st.err
+			}
+			return nil, errNFTJSONEOF
+		}
+		start = st.pos
+		i = start + off
+	}
+}
+
+func (st *jsonStream) take(from, to int) []byte {
+	out := make([]byte, to-from)
+	copy(out, st.buf[from:to])
+	st.pos = to
+	return out
+}
+
+func (st *jsonStream) wrap(err error) error {
+	return fmt.Errorf("nft JSON: offset %d: %w", st.base+int64(st.pos), err)
+}
+
+func (b *builder) jsonTable(family, name string) *inspect.NFTTable {
+	if family == "" {
+		family = "ip"
+	}
+	return b.table(knftables.Family(family), name)
+}
+
+// jsonHandle reads a "handle" member; a present but malformed one is
+// reported.
+func (b *builder) jsonHandle(o *jsonValue, i int) *int {
+	h := o.get("handle")
+	if h == nil {
+		return nil
+	}
+	n, err := strconv.Atoi(h.scalar())
+	if err != nil || !h.isNum() {
+		b.warn("object %d: bad handle %q", i, h.scalar())
+		return nil
+	}
+	return &n
+}
+
+// jsonComment returns a copy of a comment (it would otherwise keep the
+// whole object's bytes alive), or nil.
+func jsonComment(v *jsonValue) *string {
+	if v == nil || v.kind != 's' {
+		return nil
+	}
+	c := strings.Clone(v.str)
+	return &c
+}
+
+func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
+	kind, v, ok := o.single()
+	if !ok {
+		if o.kind == 'o' && len(o.kids) > 0 {
+			kind, v = o.kids[0].key, &o.kids[0]
+		} else {
+			b.warn("object %d: not an object", i)
+			return
+		}
+	}
+	switch kind {
+	case "metainfo":
+		b.dump.Version = strings.Clone(v.fieldStr("version"))
+	case "table":
+		name := v.fieldStr("name")
+		if name == "" {
+			b.warn("object %d: table without a name", i)
+			return
+		}
+		t := b.jsonTable(v.fieldStr("family"), strings.Clone(name))
+		t.Handle = b.jsonHandle(v, i)
+		if c := jsonComment(v.get("comment")); c != nil {
+			t.Comment = c
+		}
+		for _, f := range v.get("flags").strs() {
+			t.Flags = append(t.Flags, knftables.TableFlag(f))
+		}
+	case "chain":
+		name, table := v.fieldStr("name"), v.fieldStr("table")
+		if name == "" || table == "" {
+			b.warn("object %d: chain without a name or table", i)
+			return
+		}
+		t := b.jsonTable(v.fieldStr("family"), table)
+		c := t.EnsureChain(strings.Clone(name))
+		c.Handle = b.jsonHandle(v, i)
+		c.Comment = jsonComment(v.get("comment"))
+		if hook := v.fieldStr("hook"); hook != "" {
+			typ := knftables.BaseChainType(v.fieldStr("type"))
+			hk := knftables.BaseChainHook(hook)
+			c.Type, c.Hook = &typ, &hk
+			pr := basePriority(t.Family, v.fieldStr("prio"))
+			c.Priority = &pr
+			if pol := v.fieldStr("policy"); pol != "" {
+				p := knftables.BaseChainPolicy(pol)
+				c.Policy = &p
+			}
+			if devs := v.get("dev").strs(); len(devs) > 0 {
+				d := strings.Join(devs, ",")
+				c.Device = &d
+			}
+		}
+	case "rule":
+		chain, table := v.fieldStr("chain"), v.fieldStr("table")
+		if chain == "" || table == "" {
+			b.warn("object %d: rule without a chain or table", i)
+			return
+		}
+		t := b.jsonTable(v.fieldStr("family"), table)
+		c := t.Chain(chain)
+		if c == nil {
+			c = t.EnsureChain(strings.Clone(chain))
+		}
+		w.family = string(t.Family)
+		text := w.rule(v.get("expr").items())
+		b.addRule(c, text, jsonComment(v.get("comment")), false, b.jsonHandle(v, i), 0)
+	case "set", "map":
+		b.jsonSet(v, kind == "map", w, i)
+	case "element":
+		t := b.jsonTable(v.fieldStr("family"), v.fieldStr("table"))
+		name := v.fieldStr("name")
+		if s := t.Set(name); s != nil {
+			s.Elements = append(s.Elements, w.elements(v.get("elem").items(), false, t, s.Name)...)
+		} else if m := t.Map(name); m != nil {
+			m.Elements = append(m.Elements, w.elements(v.get("elem").items(), true, t, m.Name)...)
+		} else {
+			b.warn("object %d: elements of unknown set %q", i, name)
+		}
+	}
+}
+
+func (b *builder) jsonSet(js *jsonValue, isMap bool, w *renderer, i int) {
+	name, table := js.fieldStr("name"), js.fieldStr("table")
+	if name == "" || table == "" {
+		b.warn("object %d: set/map without a name or table", i)
+		return
+	}
+	name = strings.Clone(name)
+	t := b.jsonTable(js.fieldStr("family"), table)
+	w.family = string(t.Family)
+	typ := strings.Join(js.get("type").strs(), " . ")
+	var flags []knftables.SetFlag
+	for _, f := range js.get("flags").strs() {
+		flags = append(flags, knftables.SetFlag(f))
+	}
+	timeout := jsonDuration(js.get("timeout"))
+	gc := jsonDuration(js.get("gc-interval"))
+	var size *uint64
+	if s := js.fieldStr("size"); s != "" {
+		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+			size = &n
+		}
+	}
+	var policy *knftables.SetPolicy
+	if p := js.fieldStr("policy"); p != "" {
+		pol := knftables.SetPolicy(p)
+		policy = &pol
+	}
+	handle := b.jsonHandle(js, i)
+	comment := jsonComment(js.get("comment"))
+	if isMap {
+		if data := js.get("map").strs(); len(data) > 0 {
+			typ += " : " + strings.Join(data, " . ")
+		}
+		m := &inspect.NFTMap{Map: knftables.Map{
+			Family: t.Family, Table: t.Name, Name: name, Type: typ, Flags: flags,
+			Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: handle,
+		}}
+		m.Elements = w.elements(js.get("elem").items(), true, t, name)
+		t.AddMap(m)
+		return
+	}
+	s := &inspect.NFTSet{Set: knftables.Set{
+		Family: t.Family, Table: t.Name, Name: name, Type: typ, Flags: flags,
+		Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: handle,
+	}}
+	if js.get("auto-merge").isTrue() {
+		v := true
+		s.AutoMerge = &v
+	}
+	s.Elements = w.elements(js.get("elem").items(), false, t, name)
+	t.AddSet(s)
+}
+
+func jsonDuration(v *jsonValue) *time.Duration {
+	s := v.scalar()
+	if s == "" || !v.isNum() {
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > math.MaxInt64/float64(time.Second) {
+		return nil
+	}
+	d := time.Duration(f * float64(time.Second))
+	return &d
+}
+
+// renderer renders nft JSON expressions as nft prints them.
+type renderer struct {
+	buf    []byte
+	family string
+	depth  int
+}
+
+// maxExprDepth bounds the nesting the renderer follows (fuzzed input can nest
+// arbitrarily; nft's own output never nests deeply).
+const maxExprDepth = 64
+
+type exprCtx struct {
+	hex   bool // meta/ct mark: numbers print as 0x%08x
+	quote bool // interface names and other strings print quoted
+}
+
+func (w *renderer) rule(exprs []jsonValue) string {
+	w.buf = w.buf[:0]
+	for i := range exprs {
+		if len(w.buf) > 0 {
+			w.buf = append(w.buf, ' ')
+		}
+		w.stmt(&exprs[i])
+	}
+	return string(w.buf)
+}
+
+func (w *renderer) ws(parts ...string) {
+	for _, s := range parts {
+		w.buf = append(w.buf, s...)
+	}
+}
+
+func (w *renderer) unknown(what string) {
+	w.ws("<unknown:", what, ">")
+}
+
+func (w *renderer) stmt(e *jsonValue) {
+	k, v, ok := e.single()
+	if !ok {
+		w.unknown("statement")
+		return
+	}
+	switch k {
+	case "match":
+		left := v.get("left")
+		ctx := ctxOfExpr(left)
+		w.expr(left, exprCtx{hex: ctx.hex})
+		right := v.get("right")
+		switch op := v.fieldStr("op"); op {
+		case "in", "":
+		case "==":
+			// nft prints "==" after a binop and for a single bitmask value
+			if isBinop(left) || bitmaskKey(left) && isScalar(right) {
+				w.ws(" ==")
+			}
+		default:
+			w.ws(" ", op)
+		}
+		w.ws(" ")
+		w.expr(right, ctx)
+	case "counter":
+		switch {
+		case v.isStr():
+			w.ws(`counter name "`, v.str, `"`)
+		default:
+			w.ws("counter")
+			if p := v.fieldStr("packets"); p != "" {
+				w.ws(" packets ", p, " bytes ", v.fieldStr("bytes"))
+			}
+		}
+	case "mangle":
+		key := v.get("key")
+		ctx := ctxOfExpr(key)
+		w.expr(key, exprCtx{})
+		w.ws(" set ")
+		w.expr(v.get("value"), ctx)
+	case "accept", "drop", "continue", "return":
+		w.ws(k)
+	case "jump", "goto":
+		w.ws(k, " ", v.fieldStr("target"))
+	case "reject":
+		w.reject(v)
+	case "dnat", "snat":
+		w.nat(k, v)
+	case "masquerade", "redirect":
+		w.ws(k)
+		if p := v.get("port"); p != nil {
+			w.ws(" to :")
+			w.expr(p, exprCtx{})
+		}
+		w.natFlags(v.get("flags"))
+	case "vmap":
+		w.expr(v.get("key"), exprCtx{})
+		w.ws(" vmap ")
+		w.expr(v.get("data"), exprCtx{})
+	case "set", "map":
+		op := v.fieldStr("op")
+		if op == "" {
+			w.expr(e, exprCtx{})
+			return
+		}
+		w.ws(op, " ", v.fieldStr(k), " { ")
+		w.expr(v.get("elem"), exprCtx{})
+		if k == "map" {
+			w.ws(" : ")
+			w.expr(v.get("data"), exprCtx{})
+		}
+		if stmts := v.get("stmt"); stmts.isArr() {
+			for i := range stmts.kids {
+				w.ws(" ")
+				w.stmt(&stmts.kids[i])
+			}
+		}
+		w.ws(" }")
+	case "xt":
+		w.ws("xt ", v.fieldStr("type"), " ", v.fieldStr("name"))
+	case "log":
+		w.ws("log")
+		if s := v.fieldStr("prefix"); s != "" {
+			w.ws(` prefix "`, s, `"`)
+		}
+		for _, f := range []string{"group", "snaplen", "queue-threshold", "level"} {
+			if s := v.fieldStr(f); s != "" {
+				w.ws(" ", f, " ", s)
+			}
+		}
+		if fl := v.get("flags").strs(); len(fl) > 0 {
+			w.ws(" flags ", strings.Join(fl, ","))
+		}
+	case "limit":
+		w.limit(v)
+	case "quota":
+		if v.isStr() {
+			w.ws(`quota name "`, v.str, `"`)
+			return
+		}
+		w.ws("quota ")
+		if v.get("inv").isTrue() {
+			w.ws("over ")
+		}
+		w.ws(v.fieldStr("val"), " ", orDefault(v.fieldStr("val_unit"), "bytes"))
+		if u := v.fieldStr("used"); u != "" && u != "0" {
+			w.ws(" used ", u, " ", orDefault(v.fieldStr("used_unit"), "bytes"))
+		}
+	case "notrack", "synproxy", "last":
+		w.ws(k)
+	case "queue":
+		w.ws("queue")
+		if fl := v.get("flags").strs(); len(fl) > 0 {
+			w.ws(" flags ", strings.Join(fl, ","))
+		}
+		if n := v.get("num"); n != nil {
+			w.ws(" to ")
+			w.expr(n, exprCtx{})
+		}
+	case "ct helper", "ct timeout", "ct expectation":
+		w.ws(k, ` set "`, v.scalar(), `"`)
+	case "ct count":
+		w.ws("ct count ")
+		if v.get("inv").isTrue() {
+			w.ws("over ")
+		}
+		w.ws(v.fieldStr("val"))
+	case "dup":
+		w.ws("dup to ")
+		w.expr(v.get("addr"), exprCtx{})
+		if d := v.get("dev"); d != nil {
+			w.ws(" device ")
+			w.expr(d, exprCtx{quote: true})
+		}
+	case "fwd":
+		w.ws("fwd to ")
+		w.expr(v.get("dev"), exprCtx{quote: true})
+	case "flow":
+		w.ws("flow ", orDefault(v.fieldStr("op"), "add"), " ", v.fieldStr("flowtable"))
+	case "meter":
+		w.ws("meter ", v.fieldStr("name"), " { ")
+		w.expr(v.get("key"), exprCtx{})
+		if st := v.get("stmt"); st != nil {
+			w.ws(" ")
+			w.stmt(st)
+		}
+		w.ws(" }")
+	case "tproxy":
+		w.ws("tproxy")
+		if f := v.fieldStr("family"); f != "" {
+			w.ws(" ", f)
+		}
+		w.ws(" to ")
+		w.hostPort(v.get("addr"), v.get("port"))
+	case "secmark":
+		w.ws(`meta secmark set "`, v.scalar(), `"`)
+	default:
+		w.unknown(k)
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (w *renderer) reject(v *jsonValue) {
+	w.ws("reject")
+	typ := v.fieldStr("type")
+	what := v.fieldStr("expr")
+	if typ == "" {
+		return
+	}
+	if typ == "tcp reset" {
+		w.ws(" with tcp reset")
+		return
+	}
+	def := "icmpx"
+	switch w.family {
+	case "ip":
+		def = "icmp"
+	case "ip6":
+		def = "icmpv6"
+	}
+	if (what == "" || what == "port-unreachable") && typ == def {
+		return
+	}
+	w.ws(" with ", typ)
+	if what != "" {
+		w.ws(" ", what)
+	}
+}
+
+func (w *renderer) nat(k string, v *jsonValue) {
+	w.ws(k)
+	if f := v.fieldStr("family"); f != "" {
+		w.ws(" ", f)
+	}
+	for _, tf := range v.get("type_flags").strs() {
+		w.ws(" ", tf)
+	}
+	addr, port := v.get("addr"), v.get("port")
+	if addr != nil || port != nil {
+		w.ws(" to ")
+		w.hostPort(addr, port)
+	}
+	w.natFlags(v.get("flags"))
+}
+
+func (w *renderer) hostPort(addr, port *jsonValue) {
+	if addr.isStr() && port != nil && strings.Contains(addr.str, ":") {
+		w.ws("[", addr.str, "]")
+	} else if addr != nil {
+		w.expr(addr, exprCtx{})
+	}
+	if port != nil {
+		w.ws(":")
+		w.expr(port, exprCtx{})
+	}
+}
+
+func (w *renderer) natFlags(f *jsonValue) {
+	if fl := f.strs(); len(fl) > 0 {
+		w.ws(" ", strings.Join(fl, ","))
+	}
+}
+
+func (w *renderer) limit(v *jsonValue) {
+	w.ws("limit rate ")
+	if v.get("inv").isTrue() {
+		w.ws("over ")
+	}
+	w.ws(v.fieldStr("rate"))
+	unit := v.fieldStr("rate_unit")
+	if unit != "" && unit != "packets" {
+		w.ws(" ", unit)
+	}
+	w.ws("/", orDefault(v.fieldStr("per"), "second"))
+	burst := v.fieldStr("burst")
+	bunit := v.fieldStr("burst_unit")
+	if bunit == "" {
+		bunit = orDefault(unit, "packets")
+	}
+	if burst != "" && burst != "0" && !(burst == "5" && bunit == "packets") {
+		w.ws(" burst ", burst, " ", bunit)
+	}
+}
+
+// unqualifiedMeta are the meta keys nft prints without "meta ".
+var unqualifiedMeta = map[string]bool{
+	"iif": true, "oif": true, "iifname": true, "oifname": true, "iifgroup": true, "oifgroup": true,
+}
+
+// quotedMeta are the meta keys whose values are strings nft quotes.
+var quotedMeta = map[string]bool{
+	"iifname": true, "oifname": true, "ibrname": true, "obrname": true, "iifkind": true,
+	"oifkind": true, "sdifname": true, "ibriport": true, "obriport": true,
+}
+
+// ctxOfExpr decides how the right-hand side of a match (or the value of a
+// mangle) is printed from its left-hand side.
+func ctxOfExpr(e *jsonValue) exprCtx {
+	for depth := 0; depth < maxExprDepth; depth++ {
+		k, v, ok := e.single()
+		if !ok {
+			return exprCtx{}
+		}
+		switch k {
+		case "meta":
+			key := v.fieldStr("key")
+			return exprCtx{hex: key == "mark", quote: quotedMeta[key]}
+		case "ct":
+			return exprCtx{hex: v.fieldStr("key") == "mark"}
+		case "&", "|", "^", "<<", ">>":
+			if ops := v.items(); len(ops) > 0 {
+				e = &ops[0]
+				continue
+			}
+		case "osf":
+			return exprCtx{quote: true}
+		}
+		return exprCtx{}
+	}
+	return exprCtx{}
+}
+
+func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
+	w.depth++
+	defer func() { w.depth-- }()
+	if w.depth > maxExprDepth {
+		w.unknown("too-deep")
+		return
+	}
+	if e == nil {
+		return
+	}
+	switch e.kind {
+	case 'z':
+		return
+	case 's':
+		if ctx.quote && !strings.HasPrefix(e.str, "@") {
+			w.ws(`"`, e.str, `"`)
+		} else {
+			w.ws(e.str)
+		}
+		return
+	case '#':
+		if ctx.hex {
+			if n, err := strconv.ParseUint(e.str, 10, 32); err == nil {
+				w.buf = fmt.Appendf(w.buf, "0x%08x", n)
+				return
+			}
+		}
+		w.ws(e.str)
+		return
+	case 't':
+		w.ws("exists")
+		return
+	case 'f':
+		w.ws("missing")
+		return
+	case 'a':
+		w.setLiteral(e.kids, ctx)
+		return
+	}
+	k, v, ok := e.single()
+	if !ok {
+		w.unknown("expression")
+		return
+	}
+	switch k {
+	case "payload":
+		if p := v.fieldStr("protocol"); p != "" {
+			w.ws(p, " ", v.fieldStr("field"))
+		} else {
+			w.ws("@", v.fieldStr("base"), ",", v.fieldStr("offset"), ",", v.fieldStr("len"))
+		}
+	case "meta":
+		key := v.fieldStr("key")
+		if unqualifiedMeta[key] {
+			w.ws(key)
+		} else {
+			w.ws("meta ", key)
+		}
+	case "ct":
+		w.ws("ct ")
+		if d := v.fieldStr("dir"); d != "" {
+			w.ws(d, " ")
+		}
+		if f := v.fieldStr("family"); f != "" {
+			w.ws(f, " ")
+		}
+		w.ws(v.fieldStr("key"))
+	case "fib":
+		w.ws("fib ", strings.Join(v.get("flags").strs(), " . "), " ", v.fieldStr("result"))
+	case "numgen":
+		w.ws("numgen ", v.fieldStr("mode"), " mod ", v.fieldStr("mod"))
+		if o := v.fieldStr("offset"); o != "" && o != "0" {
+			w.ws(" offset ", o)
+		}
+	case "jhash":
+		w.ws("jhash ")
+		w.expr(v.get("expr"), exprCtx{})
+		w.ws(" mod ", v.fieldStr("mod"))
+		if s := v.fieldStr("seed"); s != "" {
+			if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+				w.buf = fmt.Appendf(w.buf, " seed 0x%x", n)
+			}
+		}
+		if o := v.fieldStr("offset"); o != "" && o != "0" {
+			w.ws(" offset ", o)
+		}
+	case "symhash":
+		w.ws("symhash mod ", v.fieldStr("mod"))
+		if o := v.fieldStr("offset"); o != "" && o != "0" {
+			w.ws(" offset ", o)
+		}
+	case "rt":
+		w.ws("rt ")
+		if f := v.fieldStr("family"); f != "" {
+			w.ws(f, " ")
+		}
+		w.ws(v.fieldStr("key"))
+	case "socket", "osf":
+		w.ws(k, " ", v.fieldStr("key"))
+	case "ipsec":
+		w.ws("ipsec ", v.fieldStr("dir"))
+		if s := v.fieldStr("spnum"); s != "" && s != "0" {
+			w.ws(" spnum ", s)
+		}
+		w.ws(" ", v.fieldStr("key"))
+	case "exthdr", "tcp option", "ip option", "sctp chunk", "dccp option":
+		w.ws(k, " ", v.fieldStr("name"))
+		if f := v.fieldStr("field"); f != "" {
+			w.ws(" ", f)
+		}
+	case "prefix":
+		w.expr(v.get("addr"), ctx)
+		w.ws("/", v.fieldStr("len"))
+	case "range":
+		if r := v.items(); len(r) == 2 {
+			w.expr(&r[0], ctx)
+			w.ws("-")
+			w.expr(&r[1], ctx)
+		} else {
+			w.unknown("range")
+		}
+	case "set":
+		switch {
+		case v.isArr():
+			w.setLiteral(v.kids, ctx)
+		case v.isStr():
+			w.ws(v.str)
+		default:
+			w.expr(v, ctx)
+		}
+	case "concat":
+		items := v.items()
+		for i := range items {
+			if i > 0 {
+				w.ws(" . ")
+			}
+			w.expr(&items[i], exprCtx{})
+		}
+	case "map":
+		w.expr(v.get("key"), exprCtx{})
+		w.ws(" map ")
+		w.expr(v.get("data"), exprCtx{})
+	case "elem":
+		w.expr(v.get("val"), ctx)
+		if t := v.fieldStr("timeout"); t != "" {
+			w.ws(" timeout ", formatSeconds(t))
+		}
+		if t := v.fieldStr("expires"); t != "" {
+			w.ws(" expires ", formatSeconds(t))
+		}
+		if c := v.fieldStr("comment"); c != "" {
+			w.ws(` comment "`, c, `"`)
+		}
+	case "&", "|", "^", "<<", ">>":
+		ops := v.items()
+		for i := range ops {
+			if i > 0 {
+				w.ws(" ", k, " ")
+			}
+			if isBinop(&ops[i]) {
+				w.ws("(")
+				w.expr(&ops[i], ctx)
+				w.ws(")")
+			} else {
+				w.expr(&ops[i], ctx)
+			}
+		}
+	case "accept", "drop", "continue", "return":
+		w.ws(k)
+	case "jump", "goto":
+		w.ws(k, " ", v.fieldStr("target"))
+	default:
+		w.unknown(k)
+	}
+}
+
+// bitmaskKey reports whether e is a key of a bitmask type (nft prints an
+// explicit "==" before a single value of those).
+func bitmaskKey(e *jsonValue) bool {
+	k, v, ok := e.single()
+	if !ok {
+		return false
+	}
+	switch k {
+	case "ct":
+		key := v.fieldStr("key")
+		return key == "state" || key == "status" || key == "event"
+	case "payload":
+		return v.fieldStr("field") == "flags"
+	}
+	return false
+}
+
+func isScalar(e *jsonValue) bool {
+	if e == nil {
+		return false
+	}
+	switch e.kind {
+	case 's', '#', 't', 'f':
+		return true
+	}
+	return false
+}
+
+func isBinop(e *jsonValue) bool {
+	k, _, ok := e.single()
+	if !ok {
+		return false
+	}
+	switch k {
+	case "&", "|", "^", "<<", ">>":
+		return true
+	}
+	return false
+}
+
+// setLiteral renders an anonymous set or map body: `{ a, b }` or
+// `{ k : v, k : v }`.
+func (w *renderer) setLiteral(items []jsonValue, ctx exprCtx) {
+	w.ws("{ ")
+	for i := range items {
+		if i > 0 {
+			w.ws(", ")
+		}
+		if pair := items[i].items(); len(pair) == 2 {
+			w.expr(&pair[0], ctx)
+			w.ws(" : ")
+			w.expr(&pair[1], exprCtx{})
+			continue
+		}
+		w.expr(&items[i], ctx)
+	}
+	w.ws(" }")
+}
+
+// formatSeconds prints a number of seconds as nft does ("3h", "1d2h").
+func formatSeconds(s string) string {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 1e12 {
+		return s + "s"
+	}
+	ms := int64(f*1000 + 0.5)
+	if ms == 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		n   int64
+		sfx string
+	}{{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}} {
+		if ms >= u.n {
+			fmt.Fprintf(&b, "%d%s", ms/u.n, u.sfx)
+			ms %= u.n
+		}
+	}
+	return b.String()
+}
+
+// elements converts the "elem" list of a set or map.
+func (w *renderer) elements(items []jsonValue, isMap bool, t *inspect.NFTTable, name string) []*knftables.Element {
+	if len(items) == 0 {
+		return nil
+	}
+	store := make([]knftables.Element, len(items))
+	out := make([]*knftables.Element, 0, len(items))
+	for i := range items {
+		e := &store[i]
+		e.Family, e.Table = t.Family, t.Name
+		if isMap {
+			e.Map = name
+			pair := items[i].items()
+			if len(pair) != 2 {
+				continue
+			}
+			e.Key, e.Comment = w.elemParts(&pair[0])
+			e.Value, _ = w.elemParts(&pair[1])
+		} else {
+			e.Set = name
+			e.Key, e.Comment = w.elemParts(&items[i])
+		}
+		if len(e.Key) == 0 {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// elemParts renders an element key or value as the list of its
+// concatenated parts, unwrapping {"elem": {...}} (which carries the comment).
+func (w *renderer) elemParts(e *jsonValue) ([]string, *string) {
+	var comment *string
+	if k, v, ok := e.single(); ok && k == "elem" {
+		comment = jsonComment(v.get("comment"))
+		e = v.get("val")
+	}
+	if k, v, ok := e.single(); ok && k == "concat" {
+		items := v.items()
+		parts := make([]string, 0, len(items))
+		for i := range items {
+			parts = append(parts, w.render(&items[i]))
+		}
+		return parts, comment
+	}
+	s := w.render(e)
+	if s == "" {
+		return nil, comment
+	}
+	return []string{s}, comment
+}
+
+// render renders one expression on its own.
+func (w *renderer) render(e *jsonValue) string {
+	if e.isStr() || e.isNum() {
+		return e.str
+	}
+	n := len(w.buf)
+	w.expr(e, exprCtx{})
+	s := string(w.buf[n:])
+	w.buf = w.buf[:n]
+	return s
+}

@@ -1,0 +1,735 @@
+package nft
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+)
+
+// This file holds the nftables rule analysis shared by the three nftables
+// readers (JSON, text, knftables dump): a tokenizer for rule text and
+// AnalyzeNFTRule, which understands both kube-proxy's source spelling
+// (`mark set mark or 0x4000`, `dnat ip addr . port to numgen … map { … }`)
+// and nft's canonical listing (`meta mark set meta mark | 0x00004000`,
+// `dnat ip to numgen … map { … }`).
+
+// tokenize splits nft rule text into tokens. Words are separated by white
+// space; a double-quoted string is one token (quotes kept); '{' and '}' are
+// tokens of their own when they start or end a word, and so is a ',' that
+// ends a word (nft prints `{ 0 : a . 80, 1 : b . 80 }`). A ',' inside a word
+// (`related,established`) is kept.
+func tokenize(s string) []string {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', ',', '{', '}', '\t':
+			n++
+		}
+	}
+	return appendTokens(make([]string, 0, n), s)
+}
+
+// appendTokens appends the tokens of s to toks.
+func appendTokens(toks []string, s string) []string {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			i++
+			continue
+		}
+		if c == '{' || c == '}' {
+			toks = append(toks, s[i:i+1])
+			i++
+			continue
+		}
+		if c == '"' {
+			j := i + 1
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' && j+1 < len(s) {
+					j++
+				}
+				j++
+			}
+			if j < len(s) {
+				j++
+			}
+			toks = append(toks, s[i:j])
+			i = j
+			continue
+		}
+		j := i
+		for j < len(s) {
+			d := s[j]
+			if d == ' ' || d == '\t' || d == '\n' || d == '\r' || d == '{' || d == '}' {
+				break
+			}
+			if d == '"' {
+				// a quote inside a word (`prefix"x"`): keep it in the word.
+				k := j + 1
+				for k < len(s) && s[k] != '"' {
+					k++
+				}
+				if k < len(s) {
+					k++
+				}
+				j = k
+				continue
+			}
+			j++
+		}
+		w := s[i:j]
+		if len(w) > 1 && w[len(w)-1] == ',' {
+			toks = append(toks, w[:len(w)-1], ",")
+		} else {
+			toks = append(toks, w)
+		}
+		i = j
+	}
+	return toks
+}
+
+// unquote removes surrounding double quotes from a token, if any.
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+		if strings.Contains(s, `\"`) {
+			s = strings.ReplaceAll(s, `\"`, `"`)
+		}
+	}
+	return s
+}
+
+// parseNFTUint parses a decimal or 0x-prefixed hexadecimal number.
+func parseNFTUint(s string) (uint64, bool) {
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		v, err := strconv.ParseUint(s[2:], 16, 64)
+		return v, err == nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil
+}
+
+func parseNFTUint32(s string) (uint32, bool) {
+	v, ok := parseNFTUint(s)
+	if !ok || v > math.MaxUint32 {
+		return 0, false
+	}
+	return uint32(v), true
+}
+
+func isCmpOp(t string) bool {
+	switch t {
+	case "==", "!=", "<", ">", "<=", ">=", "eq", "ne", "lt", "gt", "le", "ge":
+		return true
+	}
+	return false
+}
+
+func cmpOp(t string) string {
+	switch t {
+	case "eq":
+		return "=="
+	case "ne":
+		return "!="
+	case "lt":
+		return "<"
+	case "gt":
+		return ">"
+	case "le":
+		return "<="
+	case "ge":
+		return ">="
+	}
+	return t
+}
+
+// verdicts are the terminal verdict statements NFTRuleInfo.Verdict reports.
+var verdicts = map[string]bool{"accept": true, "drop": true, "reject": true, "return": true}
+
+// AnalyzeRule extracts the parts a diagnosis needs from nftables rule
+// text. It understands kube-proxy's source spelling (what knftables dumps
+// and kube-proxy logs) as well as nft's canonical listing, the iptables-nft
+// forms that nft prints for translated rules (`meta random & 2147483647 <
+// 107374182`, `xt match recent`, `XT target DNAT not found`) and rule text
+// rendered from `nft -j` JSON. Text it does not understand is ignored; it
+// never fails.
+//
+// XT lists the names of the xtables extensions (`recent`, `DNAT`, …) without
+// their kind; iptables targets are upper case by convention, matches lower
+// case.
+func AnalyzeRule(text string) inspect.NFTRuleInfo {
+	var info inspect.NFTRuleInfo
+	analyzeInto(&info, text, nil)
+	return info
+}
+
+// analyzeInto fills info from text, tokenizing into buf (reused across
+// calls by the parsers; info keeps substrings of text only). It returns
+// the token buffer.
+func analyzeInto(info *inspect.NFTRuleInfo, text string, buf []string) []string {
+	var toks []string
+	if buf == nil {
+		toks = tokenize(text)
+	} else {
+		toks = appendTokens(buf[:0], text)
+	}
+	a := analyzer{toks: toks, info: info}
+	a.run()
+	return toks
+}
+
+type analyzer struct {
+	toks []string
+	info *inspect.NFTRuleInfo
+	// numgen is N of a `numgen … mod N` whose map/vmap has not been read yet.
+	numgenPending bool
+	inDNAT        bool
+	dnatFamily    string
+}
+
+func (a *analyzer) tok(i int) string {
+	if i >= 0 && i < len(a.toks) {
+		return a.toks[i]
+	}
+	return ""
+}
+
+func (a *analyzer) addSet(name string) {
+	for _, s := range a.info.Sets {
+		if s == name {
+			return
+		}
+	}
+	a.info.Sets = append(a.info.Sets, name)
+}
+
+func (a *analyzer) run() {
+	info := a.info
+	depth := 0
+	for i := 0; i < len(a.toks); i++ {
+		t := a.toks[i]
+		switch t {
+		case "{":
+			depth++
+			continue
+		case "}":
+			if depth > 0 {
+				depth--
+			}
+			continue
+		}
+		if len(t) > 0 && t[0] == '"' {
+			continue
+		}
+		switch {
+		case t == "jump" || t == "goto":
+			if depth == 0 && i+1 < len(a.toks) {
+				name := unquote(a.toks[i+1])
+				if t == "jump" {
+					info.Jumps = append(info.Jumps, name)
+				} else {
+					info.Gotos = append(info.Gotos, name)
+				}
+				i++
+			}
+		case t == "vmap" || t == "map":
+			i = a.mapLookup(i)
+		case t == "numgen":
+			i = a.numgen(i)
+		case t == "dnat":
+			if depth == 0 {
+				i = a.dnat(i)
+			}
+		case t == "masquerade":
+			if depth == 0 {
+				info.Masquerade = true
+				for j := i + 1; j < len(a.toks) && j <= i+4; j++ {
+					if strings.Contains(a.toks[j], "fully-random") {
+						info.FullyRandom = true
+					}
+				}
+			}
+		case t == "mark":
+			i = a.mark(i)
+		case t == "random":
+			i = a.random(i)
+		case t == "xt" || t == "XT":
+			kind := a.tok(i + 1)
+			if (kind == "match" || kind == "target") && i+2 < len(a.toks) {
+				info.XT = append(info.XT, unquote(a.toks[i+2]))
+				i += 2
+				if a.tok(i+1) == "not" && a.tok(i+2) == "found" {
+					i += 2
+				}
+			}
+		case verdicts[t]:
+			if depth == 0 && a.tok(i-1) != "policy" {
+				info.Verdict = t
+			}
+		case t[0] == '@':
+			a.addSet(strings.TrimSuffix(t[1:], ","))
+		}
+	}
+}
+
+// mapLookup handles `… vmap @name`, `… map @name`, and inline
+// `vmap { k : verdict, … }` / `map { k : v, … }` at toks[i].
+func (a *analyzer) mapLookup(i int) int {
+	info := a.info
+	isV := a.toks[i] == "vmap"
+	next := a.tok(i + 1)
+	numgenKey := a.numgenPending
+	a.numgenPending = false
+	if strings.HasPrefix(next, "@") {
+		name := next[1:]
+		if isV {
+			info.VMaps = append(info.VMaps, name)
+		} else {
+			info.Maps = append(info.Maps, name)
+		}
+		return i + 1
+	}
+	if next != "{" {
+		return i
+	}
+	return a.inlineEntries(i+1, func(e mapEntry) {
+		if e.v1 <= e.v0 {
+			return
+		}
+		idx := -1
+		if numgenKey && e.k1-e.k0 == 1 {
+			if v, ok := parseNFTUint(a.toks[e.k0]); ok && v < 1<<31 {
+				idx = int(v)
+			}
+		}
+		val := a.toks[e.v0:e.v1]
+		if isV {
+			verb := val[0]
+			if (verb == "goto" || verb == "jump") && len(val) > 1 {
+				target := unquote(val[1])
+				if verb == "goto" {
+					info.Gotos = append(info.Gotos, target)
+				} else {
+					info.Jumps = append(info.Jumps, target)
+				}
+				if idx >= 0 {
+					a.numgenTarget(idx, target)
+				}
+			}
+			return
+		}
+		if a.inDNAT {
+			dst := dnatTarget(val, a.dnatFamily)
+			if dst == "" {
+				return
+			}
+			if info.DNAT == nil && info.Numgen > 0 && info.Numgen <= 1<<16 {
+				info.DNAT = make([]string, 0, info.Numgen)
+			}
+			info.DNAT = append(info.DNAT, dst)
+			if idx >= 0 {
+				a.numgenTarget(idx, dst)
+			}
+		}
+	})
+}
+
+func (a *analyzer) numgenTarget(idx int, target string) {
+	if a.info.NumgenTargets == nil {
+		n := a.info.Numgen
+		if n > 1<<10 {
+			n = 1 << 10
+		}
+		a.info.NumgenTargets = make(map[int]string, n)
+	}
+	a.info.NumgenTargets[idx] = target
+}
+
+// mapEntry is one `key : value` entry of an inline map: token index ranges
+// [k0,k1) and [v0,v1) (v0 == v1 when there is no value).
+type mapEntry struct{ k0, k1, v0, v1 int }
+
+// inlineEntries reads `{ k : v , k : v }` starting at the '{' at toks[i],
+// calling fn for each entry. It returns the index of the closing '}' (or
+// the last token).
+func (a *analyzer) inlineEntries(i int, fn func(e mapEntry)) int {
+	depth := 0
+	j := i + 1
+	cur := mapEntry{k0: j, k1: -1}
+	flush := func(end int) {
+		if cur.k1 < 0 {
+			cur.k1, cur.v0 = end, end
+		}
+		cur.v1 = end
+		if cur.k1 > cur.k0 || cur.v1 > cur.v0 {
+			fn(cur)
+		}
+		cur = mapEntry{k0: end + 1, k1: -1}
+	}
+	for ; j < len(a.toks); j++ {
+		switch t := a.toks[j]; {
+		case t == "{":
+			depth++
+		case t == "}":
+			if depth == 0 {
+				flush(j)
+				return j
+			}
+			depth--
+		case t == "," && depth == 0:
+			flush(j)
+		case t == ":" && depth == 0 && cur.k1 < 0:
+			cur.k1, cur.v0 = j, j+1
+		}
+	}
+	flush(j)
+	return j - 1
+}
+
+// numgen handles `numgen random|inc mod N [offset K]` at toks[i].
+func (a *analyzer) numgen(i int) int {
+	j := i + 1
+	if m := a.tok(j); m == "random" || m == "inc" {
+		j++
+	}
+	if a.tok(j) != "mod" {
+		return i
+	}
+	n, ok := parseNFTUint(a.tok(j + 1))
+	if !ok || n > math.MaxInt32 {
+		return i
+	}
+	a.info.Numgen = int(n)
+	j += 2
+	if a.tok(j) == "offset" {
+		j += 2
+	}
+	if t := a.tok(j); t == "map" || t == "vmap" {
+		a.numgenPending = true
+	}
+	return j - 1
+}
+
+// dnat handles `dnat [ip|ip6|inet] [addr . port] to TARGET` at toks[i].
+func (a *analyzer) dnat(i int) int {
+	j := i + 1
+	family := ""
+	if f := a.tok(j); f == "ip" || f == "ip6" || f == "inet" {
+		family = f
+		j++
+	}
+	// kube-proxy's source form: `dnat ip addr . port to …`
+	if a.tok(j) == "addr" {
+		j++
+		if a.tok(j) == "." && a.tok(j+1) == "port" {
+			j += 2
+		}
+	}
+	if a.tok(j) != "to" {
+		return i
+	}
+	j++
+	start := j
+	if a.tok(j) == "numgen" {
+		a.inDNAT = true
+		a.dnatFamily = family
+		end := a.numgen(j)
+		if end == j {
+			a.inDNAT = false
+			return j
+		}
+		j = end + 1
+		if a.tok(j) == "map" {
+			end = a.mapLookup(j)
+			a.inDNAT = false
+			return end
+		}
+		a.inDNAT = false
+		return j - 1
+	}
+	// plain `to addr[:port]`, `to [addr]:port` or `to addr . port`
+	var parts []string
+	for ; j < len(a.toks) && j < start+3; j++ {
+		parts = append(parts, a.toks[j])
+	}
+	if len(parts) == 0 {
+		return j - 1
+	}
+	if len(parts) == 3 && parts[1] == "." {
+		if dst := dnatTarget(parts, family); dst != "" {
+			a.info.DNAT = append(a.info.DNAT, dst)
+			return start + 2
+		}
+	}
+	if dst := normalizeDNAT(parts[0], family); dst != "" {
+		a.info.DNAT = append(a.info.DNAT, dst)
+	}
+	return start
+}
+
+// dnatTarget converts a map value `addr . port` into "addr:port"
+// ("[addr]:port" for IPv6).
+func dnatTarget(val []string, family string) string {
+	if len(val) == 3 && val[1] == "." {
+		return joinHostPort(val[0], val[2])
+	}
+	if len(val) == 1 {
+		return normalizeDNAT(val[0], family)
+	}
+	return ""
+}
+
+func joinHostPort(host, port string) string {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
+}
+
+// normalizeDNAT normalises `a:p`, `[a]:p`, `a` and (IPv6) `a` to the
+// "ip:port" / "[ip]:port" form; it returns "" when s does not look like an
+// address.
+func normalizeDNAT(s, family string) string {
+	if s == "" || s[0] == '@' || s == "{" || s == "}" || s[0] == '"' {
+		return ""
+	}
+	if s[0] == '[' {
+		if k := strings.Index(s, "]"); k > 0 {
+			return s
+		}
+		return ""
+	}
+	c := strings.Count(s, ":")
+	switch {
+	case c == 0:
+		if !looksLikeAddr(s) {
+			return ""
+		}
+		return s
+	case c == 1:
+		// IPv4 with port
+		return s
+	default:
+		// bare IPv6 address
+		return s
+	}
+}
+
+func looksLikeAddr(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c == '.' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '/' || c == '-') {
+			return false
+		}
+	}
+	return strings.ContainsAny(s, ".:")
+}
+
+// mark handles the packet-mark spellings at toks[i] == "mark":
+//
+//	mark set mark or 0x4000           meta mark set meta mark | 0x00004000
+//	mark set mark xor 0x4000          meta mark set meta mark ^ 0x00004000
+//	mark set 0x4000                   meta mark set 0x00004000
+//	mark and 0x4000 != 0              meta mark & 0x00004000 != 0x00000000
+//	mark and 0x4000 == 0              meta mark 0x00004000
+//
+// `ct mark …` is the connection mark and is ignored.
+func (a *analyzer) mark(i int) int {
+	prev := a.tok(i - 1)
+	if prev == "ct" || prev == "set" || (prev == "meta" && a.tok(i-2) == "set") {
+		return i
+	}
+	info := a.info
+	if a.tok(i+1) == "set" {
+		j := i + 2
+		if a.tok(j) == "meta" {
+			j++
+		}
+		if a.tok(j) == "ct" && a.tok(j+1) == "mark" {
+			// mark set ct mark [and MASK]: the packet mark restored from
+			// the connection mark.
+			info.MarkFromCT, info.MarkFromCTMask = true, math.MaxUint32
+			if t := a.tok(j + 2); t == "and" || t == "&" {
+				if m, ok := parseNFTUint32(a.tok(j + 3)); ok {
+					info.MarkFromCTMask = m
+					return j + 3
+				}
+			}
+			return j + 1
+		}
+		if a.tok(j) == "mark" {
+			op := a.tok(j + 1)
+			v, ok := parseNFTUint32(a.tok(j + 2))
+			if !ok {
+				return i + 1
+			}
+			switch op {
+			case "or", "|":
+				info.MarkSetOp = "or"
+			case "xor", "^":
+				info.MarkSetOp = "xor"
+			case "and", "&":
+				info.MarkSetOp = "and"
+			default:
+				return i + 1
+			}
+			info.MarkSetValue = v
+			info.HasMarkSet = true
+			return j + 2
+		}
+		v, ok := parseNFTUint32(a.tok(j))
+		if !ok {
+			return i + 1
+		}
+		info.MarkSetOp = "set"
+		info.MarkSetValue = v
+		info.HasMarkSet = true
+		return j
+	}
+	j := i + 1
+	mask := uint32(math.MaxUint32)
+	if t := a.tok(j); t == "and" || t == "&" {
+		m, ok := parseNFTUint32(a.tok(j + 1))
+		if !ok {
+			return i
+		}
+		mask = m
+		j += 2
+	}
+	op := "=="
+	if isCmpOp(a.tok(j)) {
+		op = cmpOp(a.tok(j))
+		j++
+	}
+	v, ok := parseNFTUint32(a.tok(j))
+	if !ok {
+		return i
+	}
+	info.HasMarkTest = true
+	info.MarkTestMask = mask
+	info.MarkTestValue = v
+	info.MarkTestOp = op
+	return j
+}
+
+// random handles iptables-nft's `meta random & 2147483647 < N`
+// (`-m statistic --mode random --probability N/2^31`).
+func (a *analyzer) random(i int) int {
+	if a.tok(i-1) != "meta" {
+		return i
+	}
+	j := i + 1
+	mask := uint64(math.MaxUint32)
+	if t := a.tok(j); t == "&" || t == "and" {
+		m, ok := parseNFTUint(a.tok(j + 1))
+		if !ok {
+			return i
+		}
+		mask = m
+		j += 2
+	}
+	if t := a.tok(j); t != "<" && t != "lt" {
+		return i
+	}
+	n, ok := parseNFTUint(a.tok(j + 1))
+	if !ok {
+		return i
+	}
+	a.info.Probability = float64(n) / (float64(mask) + 1)
+	return j + 1
+}
+
+// normalizeRule collapses runs of white space outside double quotes into
+// one space and trims the ends (iptables-nft rules list with double spaces
+// where an untranslatable match was).
+func normalizeRule(s string) string {
+	if !needsNormalize(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	inQ := false
+	pendingSpace := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !inQ && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+			pendingSpace = b.Len() > 0
+			continue
+		}
+		if pendingSpace {
+			b.WriteByte(' ')
+			pendingSpace = false
+		}
+		if c == '"' {
+			inQ = !inQ
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func needsNormalize(s string) bool {
+	if s == "" {
+		return false
+	}
+	if c := s[0]; c == ' ' || c == '\t' {
+		return true
+	}
+	if c := s[len(s)-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+		return true
+	}
+	inQ := false
+	prevSpace := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '"' {
+			inQ = !inQ
+		}
+		if inQ {
+			prevSpace = false
+			continue
+		}
+		switch c {
+		case '\t', '\r', '\n':
+			return true
+		case ' ':
+			if prevSpace {
+				return true
+			}
+			prevSpace = true
+		default:
+			prevSpace = false
+		}
+	}
+	return false
+}
+
+// splitComment splits a rule's trailing `comment "…"` off its text.
+func splitComment(s string) (rule string, comment *string) {
+	s = strings.TrimRight(s, " \t")
+	if len(s) < 2 || s[len(s)-1] != '"' {
+		return s, nil
+	}
+	// find the opening quote of the last quoted string
+	j := len(s) - 2
+	for j >= 0 {
+		if s[j] == '"' && (j == 0 || s[j-1] != '\\') {
+			break
+		}
+		j--
+	}
+	if j < 0 {
+		return s, nil
+	}
+	head := strings.TrimRight(s[:j], " \t")
+	if head != "comment" && !strings.HasSuffix(head, " comment") {
+		return s, nil
+	}
+	c := unquote(s[j:])
+	rule = strings.TrimRight(strings.TrimSuffix(head, "comment"), " \t")
+	return rule, &c
+}
