@@ -246,28 +246,6 @@ func (idx *index) nftBases() map[string]endpointRef {
 	return idx.byNFTBase
 }
 
-// Fixed chains kube-proxy writes in iptables mode, plus the kubelet's and
-// IPVS mode's, so that they are not mistaken for unknown ones.
-var fixedIPTablesChains = map[string]string{
-	"KUBE-SERVICES":               "",
-	"KUBE-EXTERNAL-SERVICES":      "",
-	"KUBE-NODEPORTS":              "",
-	"KUBE-POSTROUTING":            "",
-	"KUBE-MARK-MASQ":              "",
-	"KUBE-FORWARD":                "",
-	"KUBE-PROXY-FIREWALL":         "",
-	"KUBE-PROXY-CANARY":           "",
-	"KUBE-FIREWALL":               "",
-	"KUBE-KUBELET-CANARY":         "kubelet's canary chain",
-	"KUBE-IPTABLES-HINT":          "kubelet's hint for iptables-wrapper's backend choice",
-	"KUBE-MARK-DROP":              "kubelet's drop mark, unused since 1.28",
-	"KUBE-NODE-PORT":              "IPVS mode",
-	"KUBE-LOAD-BALANCER":          "IPVS mode",
-	"KUBE-SOURCE-RANGES-FIREWALL": "IPVS mode",
-	"KUBE-IPVS-FILTER":            "IPVS mode",
-	"KUBE-IPVS-OUT-FILTER":        "IPVS mode",
-}
-
 var iptablesPrefixKinds = []struct {
 	prefix string
 	kind   kubeproxy.ChainKind
@@ -287,7 +265,7 @@ var iptablesPrefixKinds = []struct {
 func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects bool) []ChainOwner {
 	first := len(all)
 	out := all
-	ref := &TableRef{Mode: "iptables", Family: string(t.Family), Table: t.Name, Backend: string(t.Backend)}
+	ref := &TableRef{Mode: string(kubeproxy.ModeIPTables), Family: string(t.Family), Table: t.Name, Backend: string(t.Backend)}
 	type pending struct {
 		out   int32
 		chain *inspect.IPChain
@@ -301,7 +279,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 			parents = map[string][]jumpRef{}
 			for _, c := range t.Chains {
 				for _, r := range c.Rules {
-					if strings.HasPrefix(r.Target, "KUBE-") {
+					if strings.HasPrefix(r.Target, kubeproxy.PrefixKube) {
 						parents[r.Target] = append(parents[r.Target], jumpRef{c.Name, r})
 					}
 				}
@@ -310,12 +288,14 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		return parents[chain]
 	}
 	for _, c := range t.Chains {
-		if !strings.HasPrefix(c.Name, "KUBE-") {
+		if !strings.HasPrefix(c.Name, kubeproxy.PrefixKube) {
 			continue
 		}
 		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: kubeproxy.KindUnknown, Rules: int32(len(c.Rules))}
-		if note, ok := fixedIPTablesChains[c.Name]; ok {
-			o.Kind, o.Note, o.Evidence = kubeproxy.KindFixed, note, EvidenceFixed
+		// kube-proxy's fixed chains, and the kubelet's and IPVS mode's, so
+		// that they are not mistaken for unknown ones.
+		if f := kubeproxy.Fixed(c.Name); f != nil {
+			o.Kind, o.Note, o.Evidence = kubeproxy.KindFixed, f.Owner, EvidenceFixed
 			out = append(out, o)
 			continue
 		}
@@ -605,7 +585,7 @@ var nftKinds = map[string]kubeproxy.ChainKind{
 
 // nftables appends the chains of t to out.
 func (idx *index) nftables(out []ChainOwner, t *inspect.NFTTable, haveObjects bool) []ChainOwner {
-	ref := &TableRef{Mode: "nftables", Family: string(t.IPFamily()), Table: t.Name}
+	ref := &TableRef{Mode: string(kubeproxy.ModeNFTables), Family: string(t.IPFamily()), Table: t.Name}
 	for _, c := range t.Chains {
 		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: kubeproxy.KindFixed, Rules: int32(len(c.Rules)), Evidence: EvidenceFixed}
 		n, ok := ParseNFTName(c.Name)

@@ -195,11 +195,11 @@ type entryRule struct {
 func newExplainer(rs *inspect.Ruleset, sps []*ServicePort) *explainer {
 	x := &explainer{rs: rs, sps: sps, entries: map[*inspect.IPTable]map[string][]entryRule{}}
 	for _, t := range rs.IPTables {
-		if t.Name != "nat" {
+		if t.Name != kubeproxy.TableNAT {
 			continue
 		}
 		idx := map[string][]entryRule{}
-		for _, chainName := range []string{"KUBE-SERVICES", "KUBE-NODEPORTS"} {
+		for _, chainName := range []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts} {
 			if c := t.Chain(chainName); c != nil {
 				for _, r := range c.Rules {
 					idx[r.Target] = append(idx[r.Target], entryRule{chainName, r})
@@ -251,10 +251,10 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 		}
 		matched = true
 		for _, t := range rs.IPTables {
-			if t.Name != "nat" || !serviceHasFamily(sp, t.Family) {
+			if t.Name != kubeproxy.TableNAT || !serviceHasFamily(sp, t.Family) {
 				continue
 			}
-			filter := findIPTable(rs, t.Family, "filter", t.Backend)
+			filter := findIPTable(rs, t.Family, kubeproxy.TableFilter, t.Backend)
 			ex.Ports = append(ex.Ports, explainIPTables(sp, t, filter, x.entries[t], opts.Node))
 		}
 		for _, t := range rs.NFTables {
@@ -417,15 +417,15 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	sort.SliceStable(entryRules, func(i, j int) bool {
 		a, b := entryRules[i], entryRules[j]
 		if a.chain != b.chain {
-			return a.chain == "KUBE-SERVICES" // cluster IPs first, then node ports
+			return a.chain == kubeproxy.ChainServices // cluster IPs first, then node ports
 		}
 		return a.rule.Line < b.rule.Line
 	})
 	for _, er := range entryRules {
 		{
 			chainName, r := er.chain, er.rule
-			e := Entry{Table: "nat", Chain: chainName, Target: r.Target, Rule: r.Text}
-			if chainName == "KUBE-NODEPORTS" {
+			e := Entry{Table: kubeproxy.TableNAT, Chain: chainName, Target: r.Target, Rule: r.Text}
+			if chainName == kubeproxy.ChainNodePorts {
 				e.Kind, e.Address = "nodePort", r.DPort().Value
 				if ip := stripPrefixLen(r.Destination().Value); ip != "" {
 					e.Address = net.JoinHostPort(r.Destination().Value, r.DPort().Value)
@@ -456,7 +456,7 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	}
 	// Filter-table entries: no endpoints, firewall, health checks.
 	if filter != nil {
-		for _, chainName := range []string{"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"} {
+		for _, chainName := range []string{kubeproxy.ChainServices, kubeproxy.ChainExternalServices, kubeproxy.ChainNodePorts, kubeproxy.ChainProxyFirewall} {
 			c := filter.Chain(chainName)
 			if c == nil {
 				continue
@@ -490,7 +490,7 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 				if ip := stripPrefixLen(r.Destination().Value); ip != "" {
 					addr = net.JoinHostPort(ip, r.DPort().Value)
 				}
-				pp.Entries = append(pp.Entries, Entry{Kind: kind, Address: addr, Table: "filter", Chain: chainName, Target: r.Target, Rule: r.Text})
+				pp.Entries = append(pp.Entries, Entry{Kind: kind, Address: addr, Table: kubeproxy.TableFilter, Chain: chainName, Target: r.Target, Rule: r.Text})
 			}
 		}
 	}
@@ -507,12 +507,12 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	}
 	routes := []Route{}
 	if nat.Chain(internalChain) != nil {
-		routes = append(routes, iptRoute(nat, sp, "internal", []string{"KUBE-SERVICES"}, internalChain))
+		routes = append(routes, iptRoute(nat, sp, "internal", []string{kubeproxy.ChainServices}, internalChain))
 	}
 	if hasExternal(sp) && nat.Chain(ext) != nil {
-		prefix := []string{"KUBE-SERVICES", ext}
+		prefix := []string{kubeproxy.ChainServices, ext}
 		if entryTarget["nodePort"] != "" && entryTarget["externalIP"] == "" && entryTarget["loadBalancerIP"] == "" {
-			prefix = []string{"KUBE-SERVICES", "KUBE-NODEPORTS", ext}
+			prefix = []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts, ext}
 		}
 		// EXT ends in a jump to the policy chain (SVC, or SVL for Local).
 		policy := ""

@@ -251,7 +251,7 @@ func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph)
 	fam := string(t.IPFamily())
 	stale := map[string]bool{}
 	for _, c := range res.Chains {
-		if c.Mode == "nftables" && c.Family == fam && c.Table == t.Name && c.Stale {
+		if c.Mode == string(kubeproxy.ModeNFTables) && c.Family == fam && c.Table == t.Name && c.Stale {
 			stale[c.Chain] = true
 		}
 	}

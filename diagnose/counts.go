@@ -50,7 +50,7 @@ func (s ChainSet) Has(fam kubeproxy.Family, table, chain string) bool {
 // kube-proxy's iptables proxier writes.
 func hasKubeProxyChains(t *inspect.IPTable) bool {
 	for _, c := range t.Chains {
-		if !strings.HasPrefix(c.Name, "KUBE-") {
+		if !strings.HasPrefix(c.Name, kubeproxy.PrefixKube) {
 			continue
 		}
 		if kubeproxy.CountedChain(kubeproxy.TableNAT, c.Name) || kubeproxy.CountedChain(kubeproxy.TableFilter, c.Name) || kubeproxy.IsServiceChainName(c.Name) {
@@ -110,14 +110,14 @@ func LocalhostNodePortsFromDump(nat *inspect.IPTable) (on *bool, evidence string
 	if nat == nil || nat.Family == kubeproxy.IPv6 {
 		return nil, ""
 	}
-	c := nat.Chain("KUBE-SERVICES")
+	c := nat.Chain(kubeproxy.ChainServices)
 	if c == nil {
 		return nil, ""
 	}
 	yes, no := true, false
 	sawPerIP := false
 	for _, r := range c.Rules {
-		if r.Target != "KUBE-NODEPORTS" {
+		if r.Target != kubeproxy.ChainNodePorts {
 			continue
 		}
 		d := r.Destination()
@@ -349,7 +349,7 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 	backends := map[kubeproxy.Family]map[kubeproxy.Backend]bool{}
 	xlb := map[kubeproxy.Family]int{}
 	for _, t := range rs.IPTables {
-		if t == nil || t.Name != "nat" {
+		if t == nil || t.Name != kubeproxy.TableNAT {
 			continue
 		}
 		if hasKubeProxyChains(t) {
@@ -359,7 +359,7 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 			backends[t.Family][t.Backend] = true
 		}
 		for _, c := range t.Chains {
-			if c != nil && strings.HasPrefix(c.Name, "KUBE-XLB-") {
+			if c != nil && strings.HasPrefix(c.Name, kubeproxy.PrefixXLB) {
 				xlb[t.Family]++
 			}
 		}
@@ -422,7 +422,7 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 	lnp := map[kubeproxy.Family]*bool{}
 	lnpWhy := map[kubeproxy.Family]string{}
 	for _, t := range rs.IPTables {
-		if t == nil || t.Name != "nat" || lnp[t.Family] != nil {
+		if t == nil || t.Name != kubeproxy.TableNAT || lnp[t.Family] != nil {
 			continue
 		}
 		if on, why := LocalhostNodePortsFromDump(t); on != nil {
@@ -435,12 +435,12 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 	}
 	rowsFor := map[key][]int{}
 	for _, t := range rs.IPTables {
-		if t == nil || (t.Name != "nat" && t.Name != "filter") || !hasKubeProxyChains(t) {
+		if t == nil || (t.Name != kubeproxy.TableNAT && t.Name != kubeproxy.TableFilter) || !hasKubeProxyChains(t) {
 			continue
 		}
 		row := TableCount{Family: t.Family, Table: t.Name, Backend: t.Backend, Source: t.Source, InDump: true}
 		on := true
-		if t.Name == "filter" && t.Family != kubeproxy.IPv6 {
+		if t.Name == kubeproxy.TableFilter && t.Family != kubeproxy.IPv6 {
 			switch {
 			case opts.LocalhostNodePorts != nil:
 				on = *opts.LocalhostNodePorts
@@ -476,7 +476,7 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 		counts = m.RuleCounts()
 	}
 	for _, rc := range counts {
-		if rc.Table != "nat" && rc.Table != "filter" {
+		if rc.Table != kubeproxy.TableNAT && rc.Table != kubeproxy.TableFilter {
 			continue
 		}
 		total, last := rc.Total, rc.Last
@@ -649,7 +649,7 @@ func explainRow(row *TableCount, rows []TableCount, failures []FailureCount, m *
 func unreferencedServiceChains(t *inspect.IPTable, stale ChainSet) (chains, rules int) {
 	reached := map[string]bool{}
 	var queue []string
-	for _, entry := range []string{"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"} {
+	for _, entry := range []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts, kubeproxy.ChainPostrouting, kubeproxy.ChainMarkMasq} {
 		if t.Chain(entry) != nil {
 			reached[entry] = true
 			queue = append(queue, entry)
@@ -662,7 +662,7 @@ func unreferencedServiceChains(t *inspect.IPTable, stale ChainSet) (chains, rule
 			continue
 		}
 		for _, r := range c.Rules {
-			if r.Target != "" && !reached[r.Target] && strings.HasPrefix(r.Target, "KUBE-") {
+			if r.Target != "" && !reached[r.Target] && strings.HasPrefix(r.Target, kubeproxy.PrefixKube) {
 				reached[r.Target] = true
 				queue = append(queue, r.Target)
 			}
@@ -732,49 +732,40 @@ func isDuplicate(rules []*inspect.IPRule, i int, seen map[string]bool) bool {
 	return false
 }
 
-func hasAnyPrefix(s string, prefixes ...string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // kubeProxyTarget reports whether kube-proxy (any version since 1.24, and
 // the older shapes where they linger) writes a rule with target in chain.
 func kubeProxyTarget(table, chain, target string) bool {
-	if table == "nat" {
+	if table == kubeproxy.TableNAT {
 		switch {
-		case chain == "KUBE-SERVICES" || chain == "KUBE-NODEPORTS":
-			return target == "KUBE-MARK-MASQ" || target == "KUBE-NODEPORTS" ||
-				hasAnyPrefix(target, "KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-XLB-")
-		case chain == "KUBE-POSTROUTING":
+		case chain == kubeproxy.ChainServices || chain == kubeproxy.ChainNodePorts:
+			return target == kubeproxy.ChainMarkMasq || target == kubeproxy.ChainNodePorts ||
+				kubeproxy.HasAnyPrefix(target, kubeproxy.PrefixService, kubeproxy.PrefixLocal, kubeproxy.PrefixExternal, kubeproxy.PrefixFirewall, kubeproxy.PrefixXLB)
+		case chain == kubeproxy.ChainPostrouting:
 			return target == "RETURN" || target == "MARK" || target == "MASQUERADE" || target == ""
-		case chain == "KUBE-MARK-MASQ":
+		case chain == kubeproxy.ChainMarkMasq:
 			return target == "MARK"
-		case hasAnyPrefix(chain, "KUBE-SVC-", "KUBE-SVL-"):
-			return target == "KUBE-MARK-MASQ" || hasAnyPrefix(target, "KUBE-SEP-")
-		case strings.HasPrefix(chain, "KUBE-EXT-"):
-			return target == "KUBE-MARK-MASQ" || hasAnyPrefix(target, "KUBE-SVC-", "KUBE-SVL-")
-		case strings.HasPrefix(chain, "KUBE-FW-"):
-			return target == "" || target == "KUBE-MARK-MASQ" || target == "KUBE-MARK-DROP" ||
-				hasAnyPrefix(target, "KUBE-EXT-", "KUBE-SVC-", "KUBE-SVL-", "KUBE-XLB-")
-		case strings.HasPrefix(chain, "KUBE-SEP-"):
-			return target == "KUBE-MARK-MASQ" || target == "DNAT"
+		case kubeproxy.HasAnyPrefix(chain, kubeproxy.PrefixService, kubeproxy.PrefixLocal):
+			return target == kubeproxy.ChainMarkMasq || kubeproxy.HasAnyPrefix(target, kubeproxy.PrefixEndpoint)
+		case strings.HasPrefix(chain, kubeproxy.PrefixExternal):
+			return target == kubeproxy.ChainMarkMasq || kubeproxy.HasAnyPrefix(target, kubeproxy.PrefixService, kubeproxy.PrefixLocal)
+		case strings.HasPrefix(chain, kubeproxy.PrefixFirewall):
+			return target == "" || target == kubeproxy.ChainMarkMasq || target == kubeproxy.ChainMarkDrop ||
+				kubeproxy.HasAnyPrefix(target, kubeproxy.PrefixExternal, kubeproxy.PrefixService, kubeproxy.PrefixLocal, kubeproxy.PrefixXLB)
+		case strings.HasPrefix(chain, kubeproxy.PrefixEndpoint):
+			return target == kubeproxy.ChainMarkMasq || target == "DNAT"
 		}
 		return true
 	}
 	switch chain {
-	case "KUBE-SERVICES":
+	case kubeproxy.ChainServices:
 		return target == "REJECT"
-	case "KUBE-EXTERNAL-SERVICES":
+	case kubeproxy.ChainExternalServices:
 		return target == "REJECT" || target == "DROP"
-	case "KUBE-FORWARD":
+	case kubeproxy.ChainForward:
 		return target == "DROP" || target == "ACCEPT"
-	case "KUBE-NODEPORTS":
+	case kubeproxy.ChainNodePorts:
 		return target == "ACCEPT"
-	case "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL":
+	case kubeproxy.ChainProxyFirewall, kubeproxy.ChainFirewall:
 		return target == "DROP"
 	}
 	return true
@@ -783,13 +774,13 @@ func kubeProxyTarget(table, chain, target string) bool {
 // alwaysCommented: kube-proxy comments every rule of these chains, in every
 // cluster size.
 func alwaysCommented(table, chain string, r *inspect.IPRule) bool {
-	if table == "nat" {
-		return chain == "KUBE-SERVICES" || chain == "KUBE-NODEPORTS"
+	if table == kubeproxy.TableNAT {
+		return chain == kubeproxy.ChainServices || chain == kubeproxy.ChainNodePorts
 	}
 	switch chain {
-	case "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-FIREWALL":
+	case kubeproxy.ChainServices, kubeproxy.ChainExternalServices, kubeproxy.ChainNodePorts, kubeproxy.ChainProxyFirewall, kubeproxy.ChainFirewall:
 		return true
-	case "KUBE-FORWARD":
+	case kubeproxy.ChainForward:
 		return r.Target == "ACCEPT"
 	}
 	return false
@@ -802,7 +793,7 @@ func largeClusterEvidence(rs *inspect.Ruleset) LargeClusterEvidence {
 	var sentences []string
 	anyTrue, anyFalse := false, false
 	for _, t := range rs.IPTables {
-		if t == nil || t.Name != "nat" || seen[t.Family] || !hasKubeProxyChains(t) {
+		if t == nil || t.Name != kubeproxy.TableNAT || seen[t.Family] || !hasKubeProxyChains(t) {
 			continue
 		}
 		seen[t.Family] = true
@@ -842,23 +833,23 @@ func largeClusterFamily(t *inspect.IPTable) LargeClusterFamily {
 			continue
 		}
 		switch {
-		case c.Name == "KUBE-SERVICES":
+		case c.Name == kubeproxy.ChainServices:
 			for _, r := range c.Rules {
 				f.ServiceRules++
 				if r.Comment != "" {
 					f.ServiceRulesCommented++
 				}
 			}
-		case strings.HasPrefix(c.Name, "KUBE-SEP-"):
+		case strings.HasPrefix(c.Name, kubeproxy.PrefixEndpoint):
 			for _, r := range c.Rules {
 				f.EndpointRules++
 				if r.Comment != "" {
 					f.EndpointRulesCommented++
 				}
 			}
-		case hasAnyPrefix(c.Name, "KUBE-SVC-", "KUBE-SVL-"):
+		case kubeproxy.HasAnyPrefix(c.Name, kubeproxy.PrefixService, kubeproxy.PrefixLocal):
 			for _, r := range c.Rules {
-				if !strings.HasPrefix(r.Target, "KUBE-SEP-") {
+				if !strings.HasPrefix(r.Target, kubeproxy.PrefixEndpoint) {
 					continue
 				}
 				f.Jumps++

@@ -177,7 +177,7 @@ func AnalyzeMasquerade(rs *inspect.Ruleset, cfg *kpconfig.Config) []MasqReport {
 	groups := map[ipKey]*ipGroup{}
 	var order []ipKey
 	for _, t := range rs.IPTables {
-		if t == nil || (t.Name != "nat" && t.Name != "filter") || !hasKubeProxyChains(t) {
+		if t == nil || (t.Name != kubeproxy.TableNAT && t.Name != kubeproxy.TableFilter) || !hasKubeProxyChains(t) {
 			continue
 		}
 		k := ipKey{t.Family, t.Backend}
@@ -187,7 +187,7 @@ func AnalyzeMasquerade(rs *inspect.Ruleset, cfg *kpconfig.Config) []MasqReport {
 			groups[k] = g
 			order = append(order, k)
 		}
-		if t.Name == "nat" {
+		if t.Name == kubeproxy.TableNAT {
 			g.nat = append(g.nat, t)
 		} else {
 			g.filter = append(g.filter, t)
@@ -345,7 +345,7 @@ func (a *masqAnalysis) iptables(nat, filter *inspect.IPTable) {
 		a.iptPostrouting(nat)
 	}
 	if filter != nil {
-		if fw := filter.Chain("KUBE-FORWARD"); fw != nil {
+		if fw := filter.Chain(kubeproxy.ChainForward); fw != nil {
 			n := 0
 			for _, r := range fw.Rules {
 				mm := iptPacketMarkMatch(r)
@@ -368,7 +368,7 @@ func (a *masqAnalysis) iptables(nat, filter *inspect.IPTable) {
 }
 
 func (a *masqAnalysis) iptMarkMasq(nat *inspect.IPTable) {
-	c := nat.Chain("KUBE-MARK-MASQ")
+	c := nat.Chain(kubeproxy.ChainMarkMasq)
 	if c == nil {
 		a.problem("the nat table has no KUBE-MARK-MASQ chain: nothing marks packets for masquerading")
 		return
@@ -402,7 +402,7 @@ func (a *masqAnalysis) iptMarkMasq(nat *inspect.IPTable) {
 }
 
 func (a *masqAnalysis) iptPostrouting(nat *inspect.IPTable) {
-	c := nat.Chain("KUBE-POSTROUTING")
+	c := nat.Chain(kubeproxy.ChainPostrouting)
 	if c == nil {
 		a.problem("the nat table has no KUBE-POSTROUTING chain: marked packets are never masqueraded")
 		return
@@ -472,7 +472,7 @@ func (a *masqAnalysis) iptPostrouting(nat *inspect.IPTable) {
 	if pr := nat.Chain("POSTROUTING"); pr != nil && (len(pr.Rules) > 0 || nat.Format != inspect.FormatIPTablesRestore) {
 		jumps := false
 		for _, r := range pr.Rules {
-			if r.Target == "KUBE-POSTROUTING" {
+			if r.Target == kubeproxy.ChainPostrouting {
 				jumps = true
 				break
 			}
@@ -716,9 +716,9 @@ func sameFamily(a, b kubeproxy.Family) bool {
 // iptOwner says whose a mark rule in chain is.
 func (a *masqAnalysis) iptOwner(t *inspect.IPTable, chain string) string {
 	switch chain {
-	case "KUBE-MARK-DROP", "KUBE-FIREWALL", "KUBE-KUBELET-CANARY":
+	case kubeproxy.ChainMarkDrop, kubeproxy.ChainFirewall, kubeproxy.ChainKubeletCanary:
 		return OwnerKubelet
-	case "KUBE-MARK-MASQ", "KUBE-POSTROUTING", "KUBE-FORWARD":
+	case kubeproxy.ChainMarkMasq, kubeproxy.ChainPostrouting, kubeproxy.ChainForward:
 		// kube-proxy's own mark chains in a table that is not the one
 		// analysed: the other backend's, or iptables leftovers seen from
 		// nftables mode.

@@ -140,7 +140,7 @@ type addFunc func(sev Severity, area, subject, format string, args ...any)
 func backendFindings(rs *inspect.Ruleset, add addFunc) {
 	byFamily := map[kubeproxy.Family]map[kubeproxy.Backend]bool{}
 	for _, t := range rs.IPTables {
-		if t.Name != "nat" || t.Chain("KUBE-SERVICES") == nil {
+		if t.Name != kubeproxy.TableNAT || t.Chain(kubeproxy.ChainServices) == nil {
 			continue
 		}
 		if byFamily[t.Family] == nil {

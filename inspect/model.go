@@ -443,7 +443,7 @@ type NFTChain struct {
 func (c *NFTChain) IsBase() bool { return c.Hook != nil }
 
 // NFTRule is a rule, with the parts a diagnosis needs pulled out of its
-// text by AnalyzeNFTRule.
+// text by the nft reader (inspect/nft).
 type NFTRule struct {
 	knftables.Rule
 	Info NFTRuleInfo

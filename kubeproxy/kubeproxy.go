@@ -80,14 +80,6 @@ func (f Family) Short() string {
 	return string(f)
 }
 
-// FamilyOfIP says which family an address (or CIDR) belongs to.
-func FamilyOfIP(ip string) Family {
-	if strings.Contains(ip, ":") {
-		return IPv6
-	}
-	return IPv4
-}
-
 // iptables tables kube-proxy uses, and nftables mode's table.
 const (
 	TableNAT    = "nat"
@@ -247,10 +239,6 @@ func IsServiceChainName(name string) bool {
 	}
 	return strings.HasPrefix(name, PrefixFirewall)
 }
-
-// IsNFTServiceChainName is the nftables proxier's isServiceChainName: the
-// name holds a "/" (none of the fixed chains does).
-func IsNFTServiceChainName(name string) bool { return strings.Contains(name, "/") }
 
 // HasAnyPrefix reports whether s starts with one of prefixes.
 func HasAnyPrefix(s string, prefixes ...string) bool {

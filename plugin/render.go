@@ -118,7 +118,7 @@ func renderChainMapGrouped(out io.Writer, t *Terminal, m *diagnose.ChainMap) err
 // shortChainName drops the readable part of an nftables per-service name
 // (the heading already says which service port it is); the hash stays.
 func shortChainName(c correlate.ChainOwner) string {
-	if c.Mode != "nftables" {
+	if c.Mode != string(kubeproxy.ModeNFTables) {
 		return c.Chain
 	}
 	if n, ok := correlate.ParseNFTName(c.Chain); ok {

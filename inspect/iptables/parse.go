@@ -540,7 +540,7 @@ func fillRule(r *inspect.IPRule, toks []string) error {
 				return err
 			}
 		case "--nfmask", "--mask":
-			if m, err := ParseMark(v); err == nil {
+			if m, err := parseMark(v); err == nil {
 				restoreMask, haveRestoreMask = m, true
 			}
 			r.Extra().Unparsed = append(r.Extra().Unparsed, opt, v)
@@ -583,19 +583,19 @@ func setMark(r *inspect.IPRule, op, v string) error {
 		}
 		ms.Value, ms.Mask = val, mask
 	case "or-mark":
-		val, err := ParseMark(v)
+		val, err := parseMark(v)
 		if err != nil {
 			return err
 		}
 		ms.Value, ms.Mask = val, val
 	case "xor-mark":
-		val, err := ParseMark(v)
+		val, err := parseMark(v)
 		if err != nil {
 			return err
 		}
 		ms.Value, ms.Mask = val, 0
 	case "and-mark":
-		val, err := ParseMark(v)
+		val, err := parseMark(v)
 		if err != nil {
 			return err
 		}
@@ -605,9 +605,9 @@ func setMark(r *inspect.IPRule, op, v string) error {
 	return nil
 }
 
-// ParseMark reads a mark value as iptables and nft print it: 0x4000,
+// parseMark reads a mark value as iptables and nft print it: 0x4000,
 // 0x00004000 and 16384 are the same mark.
-func ParseMark(s string) (uint32, error) {
+func parseMark(s string) (uint32, error) {
 	v, err := strconv.ParseUint(s, 0, 32)
 	if err != nil {
 		return 0, fmt.Errorf("bad mark %q", s)
@@ -617,12 +617,12 @@ func ParseMark(s string) (uint32, error) {
 
 func parseMarkMask(s string, defaultMask uint32) (val, mask uint32, err error) {
 	a, b, hasMask := strings.Cut(s, "/")
-	if val, err = ParseMark(a); err != nil {
+	if val, err = parseMark(a); err != nil {
 		return 0, 0, err
 	}
 	mask = defaultMask
 	if hasMask {
-		if mask, err = ParseMark(b); err != nil {
+		if mask, err = parseMark(b); err != nil {
 			return 0, 0, err
 		}
 	}

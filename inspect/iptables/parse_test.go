@@ -230,11 +230,11 @@ func TestParseIPTablesErrors(t *testing.T) {
 
 func TestParseMarkNumerically(t *testing.T) {
 	for _, s := range []string{"0x4000", "0x00004000", "16384"} {
-		if v, err := ParseMark(s); err != nil || v != 0x4000 {
-			t.Errorf("ParseMark(%q) = %#x, %v", s, v, err)
+		if v, err := parseMark(s); err != nil || v != 0x4000 {
+			t.Errorf("parseMark(%q) = %#x, %v", s, v, err)
 		}
 	}
-	if _, err := ParseMark("0x1FFFFFFFF"); err == nil {
+	if _, err := parseMark("0x1FFFFFFFF"); err == nil {
 		t.Error("a mark wider than 32 bits must be refused")
 	}
 }

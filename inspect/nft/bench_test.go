@@ -442,6 +442,6 @@ func BenchmarkAnalyzeNFTRule(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		AnalyzeRule(rules[i%len(rules)])
+		analyzeRule(rules[i%len(rules)])
 	}
 }

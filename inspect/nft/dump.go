@@ -51,7 +51,7 @@ type dumpGroup struct {
 // and loaded into its own knftables.Fake with Fake.ParseDump. Lines that are
 // not `add …` (flush, delete, # comments) are skipped with a warning, and so
 // are lines knftables rejects. Rule text stays in kube-proxy's source
-// spelling; AnalyzeNFTRule understands it.
+// spelling; analyzeRule understands it.
 func ParseKnftablesDump(r io.Reader, source string) (*inspect.Ruleset, error) {
 	b := newNFTBuilder(source, inspect.FormatKnftablesDump)
 	b.noIPTables = true

@@ -18,7 +18,7 @@ import (
 
 // This file reads `nft -j list ruleset` (libnftables JSON schema v1) and
 // renders each rule's expression list into the text nft itself would list,
-// so that AnalyzeNFTRule sees one syntax whatever the input format.
+// so that analyzeRule sees one syntax whatever the input format.
 //
 // encoding/json's Decoder frames the input (the outer object and the
 // "nftables" array, one element at a time); each element is then parsed by

@@ -10,7 +10,7 @@ import (
 
 // This file holds the nftables rule analysis shared by the three nftables
 // readers (JSON, text, knftables dump): a tokenizer for rule text and
-// AnalyzeNFTRule, which understands both kube-proxy's source spelling
+// analyzeRule, which understands both kube-proxy's source spelling
 // (`mark set mark or 0x4000`, `dnat ip addr . port to numgen … map { … }`)
 // and nft's canonical listing (`meta mark set meta mark | 0x00004000`,
 // `dnat ip to numgen … map { … }`).
@@ -149,7 +149,7 @@ func cmpOp(t string) string {
 // verdicts are the terminal verdict statements NFTRuleInfo.Verdict reports.
 var verdicts = map[string]bool{"accept": true, "drop": true, "reject": true, "return": true}
 
-// AnalyzeRule extracts the parts a diagnosis needs from nftables rule
+// analyzeRule extracts the parts a diagnosis needs from nftables rule
 // text. It understands kube-proxy's source spelling (what knftables dumps
 // and kube-proxy logs) as well as nft's canonical listing, the iptables-nft
 // forms that nft prints for translated rules (`meta random & 2147483647 <
@@ -160,7 +160,7 @@ var verdicts = map[string]bool{"accept": true, "drop": true, "reject": true, "re
 // XT lists the names of the xtables extensions (`recent`, `DNAT`, …) without
 // their kind; iptables targets are upper case by convention, matches lower
 // case.
-func AnalyzeRule(text string) inspect.NFTRuleInfo {
+func analyzeRule(text string) inspect.NFTRuleInfo {
 	var info inspect.NFTRuleInfo
 	analyzeInto(&info, text, nil)
 	return info

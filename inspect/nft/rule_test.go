@@ -140,7 +140,7 @@ func TestAnalyzeNFTRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := AnalyzeRule(tt.text)
+			got := analyzeRule(tt.text)
 			if math.Abs(got.Probability-tt.want.Probability) < 1e-12 {
 				got.Probability = tt.want.Probability
 			}
@@ -164,7 +164,7 @@ func TestAnalyzeNFTRuleSpellingsAgree(t *testing.T) {
 		{`numgen random mod 2 vmap { 0 : goto a , 1 : goto b }`, `numgen random mod 2 vmap { 0 : goto a, 1 : goto b }`},
 	}
 	for _, p := range pairs {
-		a, b := AnalyzeRule(p[0]), AnalyzeRule(p[1])
+		a, b := analyzeRule(p[0]), analyzeRule(p[1])
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("spellings disagree:\n %q → %+v\n %q → %+v", p[0], a, p[1], b)
 		}
@@ -255,7 +255,7 @@ func FuzzAnalyzeNFTRule(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		info := AnalyzeRule(s)
+		info := analyzeRule(s)
 		if info.Numgen < 0 {
 			t.Fatalf("negative numgen %d", info.Numgen)
 		}

@@ -45,7 +45,7 @@ func isIPTablesNFT(t *inspect.NFTTable, raw map[*inspect.NFTChain][]rawRule, war
 		return true
 	}
 	for _, c := range t.Chains {
-		if strings.HasPrefix(c.Name, "KUBE-") {
+		if strings.HasPrefix(c.Name, kubeproxy.PrefixKube) {
 			return true
 		}
 	}
