@@ -13,10 +13,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 )
+
+// decoder decodes the core and discovery kinds (Service, EndpointSlice,
+// Node, ConfigMap, Pod, …); other kinds are kept unstructured.
+var decoder = func() runtime.Decoder {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := discoveryv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return serializer.NewCodecFactory(s).UniversalDeserializer()
+}()
 
 // Objects are the API objects a ruleset is joined with.
 type Objects struct {
@@ -90,7 +104,15 @@ func (o *Objects) decode(raw []byte) error {
 	if head.Kind == "" {
 		return errors.New("object without kind")
 	}
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	obj, _, err := decoder.Decode(raw, nil, nil)
+	if runtime.IsNotRegisteredError(err) {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return fmt.Errorf("%s %s: %w", head.APIVersion, head.Kind, err)
+		}
+		o.Other = append(o.Other, u)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", head.APIVersion, head.Kind, err)
 	}

@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -82,6 +84,48 @@ func TestExplainErrors(t *testing.T) {
 		_, _, err := runCmd(t, nil, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// explain takes its namespace as kubectl does: -n, else the kubeconfig
+// context's namespace, else default.
+func TestExplainNamespaceFromContext(t *testing.T) {
+	const small = "../testdata/fixtures/small-v1.37/"
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	const cfg = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts:
+- {name: shop, context: {cluster: c, user: u, namespace: shop}}
+- {name: plain, context: {cluster: c, user: u}}
+current-context: shop
+`
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json", "-o", "json"}
+	for _, tc := range []struct {
+		args []string
+		ns   string
+		err  string
+	}{
+		{[]string{"--kubeconfig", kubeconfig}, "shop", ""},
+		{[]string{"--kubeconfig", kubeconfig, "--context", "plain"}, "", "default/web not found"},
+		{[]string{"--kubeconfig", kubeconfig, "--context", "plain", "-n", "shop"}, "shop", ""},
+		{[]string{"--kubeconfig", filepath.Join(t.TempDir(), "none")}, "", "default/web not found"},
+	} {
+		out, _, err := runCmd(t, nil, append(append([]string{"explain", "svc/web"}, tc.args...), files...)...)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: err %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		var rep struct{ Namespace string }
+		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Namespace != tc.ns {
+			t.Errorf("%v: err %v, namespace %q, want %q", tc.args, err, rep.Namespace, tc.ns)
 		}
 	}
 }
