@@ -258,3 +258,36 @@ func FuzzParseIPTables(f *testing.F) {
 		}
 	})
 }
+
+// The facts the masquerade analysis reads: which module a --mark belongs
+// to, and CONNMARK --restore-mark with its mask.
+func TestParseMarkFacts(t *testing.T) {
+	rs := parseString(t, `*mangle
+:PREROUTING ACCEPT [0:0]
+-A PREROUTING -m mark --mark 0x4000/0x4000 -j ACCEPT
+-A PREROUTING -m connmark --mark 0x4000/0x4000 -j ACCEPT
+-A PREROUTING -m comment --comment x -m connmark ! --mark 0x10 -j CONNMARK --restore-mark --nfmask 0xff00 --ctmask 0xff00
+-A PREROUTING -j CONNMARK --restore-mark
+-A PREROUTING -j MARK --set-mark 0x8000
+COMMIT
+`)
+	rules := rs.IPTables[0].Chain("PREROUTING").Rules
+	for i, want := range []struct {
+		module      string
+		restore     bool
+		restoreMask uint32
+	}{{"mark", false, 0}, {"connmark", false, 0}, {"connmark", true, 0xff00}, {"", true, 0xffffffff}, {"", false, 0}} {
+		r := rules[i]
+		module := ""
+		if mm := r.MarkMatch(); mm != nil {
+			module = mm.Module
+		}
+		restore, mask := r.More != nil && r.More.RestoreMark, uint32(0)
+		if restore {
+			mask = r.More.RestoreMarkMask
+		}
+		if module != want.module || restore != want.restore || mask != want.restoreMask {
+			t.Errorf("rule %d %q: module %q restore %v mask %#x, want %+v", i, r.Text, module, restore, mask, want)
+		}
+	}
+}

@@ -38,6 +38,11 @@ func TestAnalyzeNFTRule(t *testing.T) {
 			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "set", MarkSetValue: 0x8000}},
 		{"mark set and", `meta mark set meta mark & 0xffffbfff`,
 			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "and", MarkSetValue: 0xffffbfff}},
+		// the packet mark restored from the connection mark (CNIs)
+		{"mark set ct mark", `meta mark set ct mark`,
+			inspect.NFTRuleInfo{MarkFromCT: true, MarkFromCTMask: 0xffffffff}},
+		{"mark set ct mark and mask", `meta mark set ct mark & 0x0000ff00 accept`,
+			inspect.NFTRuleInfo{MarkFromCT: true, MarkFromCTMask: 0xff00, Verdict: "accept"}},
 		{"ct mark is not the packet mark", `ct mark set mark`, inspect.NFTRuleInfo{}},
 		{"masquerading ≥1.36 (source)", `mark and 0x4000 != 0 mark set mark xor 0x4000 masquerade fully-random`,
 			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0, MarkTestOp: "!=",
