@@ -54,13 +54,11 @@ type CountsOptions struct{ analysisOptions }
 
 // Run compares the counts.
 func (o *CountsOptions) Run() error {
-	l, err := o.Inputs.Load()
-	if err != nil {
-		return err
-	}
-	rep := diagnose.Counts(l.Node)
-	rep.Node = l.Node.Name
-	return o.print(rep, func(out io.Writer, t *Terminal) error { return renderCounts(out, t, rep) })
+	return o.run(func(l *Loaded) (built, error) {
+		rep := diagnose.Counts(l.Node)
+		rep.Node = l.Node.Name
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderCounts(out, t, rep) }}, nil
+	})
 }
 
 func optInt(p *int) string {

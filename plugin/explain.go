@@ -11,7 +11,6 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
-	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // ExplainOptions are the options of `explain`.
@@ -93,24 +92,15 @@ func (o *ExplainOptions) Validate() error {
 	return nil
 }
 
-// ExplainOutput is the machine-readable report of `explain`.
-type ExplainOutput struct {
-	*diagnose.ServiceExplanation
-	// Collection says how the node was read (live or from a bundle).
-	Collection *collect.Manifest `json:"collection,omitempty"`
-}
-
 // Run explains the Service.
 func (o *ExplainOptions) Run() error {
-	l, err := o.Inputs.Load()
-	if err != nil {
-		return err
-	}
-	ex, err := diagnose.ExplainService(l.Node, o.namespace, o.name, o.Port)
-	if err != nil {
-		return err
-	}
-	return o.print(&ExplainOutput{ex, l.Collected}, func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) })
+	return o.run(func(l *Loaded) (built, error) {
+		ex, err := diagnose.ExplainService(l.Node, o.namespace, o.name, o.Port)
+		if err != nil {
+			return built{}, err
+		}
+		return built{ex, func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) }}, nil
+	})
 }
 
 func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanation) error {

@@ -14,7 +14,6 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
-	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // MapOptions are the options of `map`.
@@ -54,22 +53,11 @@ to you, or to find chains that no current Service or endpoint owns.`,
 	return cmd
 }
 
-// ChainMapOutput is the machine-readable report of `map`.
-type ChainMapOutput struct {
-	*diagnose.ChainMap
-	// Collection says how the node was read (live or from a bundle).
-	Collection *collect.Manifest `json:"collection,omitempty"`
-}
-
 // Run loads the inputs, attributes and prints.
 func (o *MapOptions) Run() error {
-	l, err := o.Inputs.Load()
-	if err != nil {
-		return err
-	}
-	report := diagnose.MapChains(l.Node)
-	return o.print(&ChainMapOutput{report, l.Collected}, func(out io.Writer, t *Terminal) error {
-		return renderChainMap(out, t, report, o.Out.Wide())
+	return o.run(func(l *Loaded) (built, error) {
+		m := diagnose.MapChains(l.Node)
+		return built{m, func(out io.Writer, t *Terminal) error { return renderChainMap(out, t, m, o.Out.Wide()) }}, nil
 	})
 }
 

@@ -52,12 +52,10 @@ type MasqOptions struct{ analysisOptions }
 
 // Run checks the masquerade mark.
 func (o *MasqOptions) Run() error {
-	l, err := o.Inputs.Load()
-	if err != nil {
-		return err
-	}
-	rep := diagnose.Masquerade(l.Node)
-	return o.print(rep, func(out io.Writer, t *Terminal) error { return renderMasq(out, t, rep.Families) })
+	return o.run(func(l *Loaded) (built, error) {
+		rep := diagnose.Masquerade(l.Node)
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderMasq(out, t, rep.Families) }}, nil
+	})
 }
 
 func yesNo(b bool) string {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // Every analysis command (map, explain, stale, masq, counts, triage) has an
@@ -175,10 +176,46 @@ func (o *analysisOptions) Validate() error {
 	return o.Inputs.Validate()
 }
 
-// print writes the report: JSON or YAML, else text through render.
-func (o *analysisOptions) print(report any, render func(out io.Writer, t *Terminal) error) error {
-	if o.Out.Machine() {
-		return o.Out.PrintMachine(o.IOStreams.Out, report)
+// A built report: what -o json|yaml prints, and how to print it as text.
+type built struct {
+	report any
+	render func(out io.Writer, t *Terminal) error
+}
+
+// run loads the inputs, builds the report and prints it: JSON or YAML
+// (with the collection manifest when the node was read live or from a
+// bundle), else text.
+func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
+	l, err := o.Inputs.Load()
+	if err != nil {
+		return err
 	}
-	return render(o.IOStreams.Out, o.Out.term)
+	b, err := build(l)
+	if err != nil {
+		return err
+	}
+	if o.Out.Machine() {
+		return o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})
+	}
+	return b.render(o.IOStreams.Out, o.Out.term)
+}
+
+// withCollection is a report with the collection manifest (how the node
+// was read) as its last field, "collection".
+type withCollection struct {
+	report     any
+	collection *collect.Manifest
+}
+
+func (w withCollection) MarshalJSON() ([]byte, error) {
+	data, err := json.Marshal(w.report)
+	if err != nil || w.collection == nil || len(data) < 2 || data[len(data)-1] != '}' {
+		return data, err
+	}
+	m, err := json.Marshal(w.collection)
+	if err != nil {
+		return nil, err
+	}
+	out := append(data[:len(data)-1:len(data)-1], `,"collection":`...)
+	return append(append(out, m...), '}'), nil
 }

@@ -56,13 +56,11 @@ Use it when a dump shows chains you cannot place, or after deleting Services.`,
 
 // Run finds the stale chains.
 func (o *StaleOptions) Run() error {
-	l, err := o.Inputs.Load()
-	if err != nil {
-		return err
-	}
-	rep := diagnose.Stale(l.Node, diagnose.StaleOptions{SyncPeriod: o.SyncPeriod})
-	rep.APIVersion, rep.Kind, rep.Node = APIVersion, "StaleReport", l.Node.Name
-	return o.print(rep, func(out io.Writer, t *Terminal) error { return renderStale(out, t, rep, o.Out.Wide()) })
+	return o.run(func(l *Loaded) (built, error) {
+		rep := diagnose.Stale(l.Node, diagnose.StaleOptions{SyncPeriod: o.SyncPeriod})
+		rep.APIVersion, rep.Kind, rep.Node = APIVersion, "StaleReport", l.Node.Name
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderStale(out, t, rep, o.Out.Wide()) }}, nil
+	})
 }
 
 func staleState(s diagnose.StaleVerdict) string {

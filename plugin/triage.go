@@ -11,7 +11,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
-	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // Exit statuses of triage (and of the plugin in general).
@@ -73,28 +72,17 @@ Use it first, at 3 a.m., when a Service on a node does not get traffic.`,
 // TriageOptions are the options of `triage`.
 type TriageOptions struct{ analysisOptions }
 
-// TriageOutput is the machine-readable report of `triage`.
-type TriageOutput struct {
-	*diagnose.TriageReport
-	// Collection says how the node was read, when it was read live or
-	// from a bundle.
-	Collection *collect.Manifest `json:"collection,omitempty"`
-}
-
 // Run runs every diagnosis; problems found give ExitProblems.
 func (o *TriageOptions) Run() error {
-	l, err := o.Inputs.Load()
-	if err != nil {
-		return err
-	}
-	rep := diagnose.Triage(l.Node)
-	if err := o.print(&TriageOutput{rep, l.Collected}, func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) }); err != nil {
-		return err
-	}
-	if rep.Status != "healthy" {
+	var rep *diagnose.TriageReport
+	err := o.run(func(l *Loaded) (built, error) {
+		rep = diagnose.Triage(l.Node)
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) }}, nil
+	})
+	if err == nil && rep.Status != "healthy" {
 		return &ExitError{Code: ExitProblems}
 	}
-	return nil
+	return err
 }
 
 func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error {
