@@ -50,7 +50,7 @@ fixtures:
 	bash hack/gen-fixtures.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./inspect ./correlate
+	$(GO) test -run '^$$' -bench . -benchmem ./inspect/... ./correlate ./diagnose
 
 clean:
 	rm -rf $(CACHE)
