@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // ManifestFile is the bundle's table of contents.
@@ -31,10 +33,10 @@ type Manifest struct {
 	Image     string `json:"image,omitempty"`
 	// ProxyMode is what kube-proxy's /proxyMode answered ("iptables",
 	// "nftables", "ipvs"), or what the node's tables showed.
-	ProxyMode string `json:"proxyMode,omitempty"`
+	ProxyMode kubeproxy.Mode `json:"proxyMode,omitempty"`
 	// Backend is the iptables backend the node's iptables uses:
 	// "nf_tables" or "legacy".
-	Backend string `json:"backend,omitempty"`
+	Backend kubeproxy.Backend `json:"backend,omitempty"`
 	// Scope is "full", or "service NAMESPACE/NAME" when only that
 	// Service's chains were read.
 	Scope    string       `json:"scope"`

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 const (
@@ -187,7 +188,7 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 	}
 	for i, c := range cmds {
 		res, ok := r.outputs[strings.Join(c.Argv, " ")]
-		if !ok && len(c.Argv) == 5 && c.Argv[3] == "-S" {
+		if !ok && c.Chain != "" {
 			res = fakeResult{rc: 1} // iptables: No chain/target/match by that name.
 		}
 		w, err := sink.Open(i)
@@ -944,7 +945,7 @@ func TestCollectViaAuto(t *testing.T) {
 
 func TestCollectNFTables(t *testing.T) {
 	const jsonCmd, textCmd = "nft -j list table ip kube-proxy", "nft list table ip kube-proxy"
-	jsonFile, textFile := NFTTable("ip", "kube-proxy", true).FileName(), NFTTable("ip", "kube-proxy", false).FileName()
+	jsonFile, textFile := NFTTable(kubeproxy.IPv4, kubeproxy.NFTTable, true).FileName(), NFTTable(kubeproxy.IPv4, kubeproxy.NFTTable, false).FileName()
 	if jsonFile == textFile {
 		t.Fatalf("the JSON and text listings share the file name %s", jsonFile)
 	}
@@ -1294,6 +1295,58 @@ func TestCollectMetricsPortFromConfigMap(t *testing.T) {
 	}
 	if gets != 1 {
 		t.Errorf("kube-proxy's ConfigMap fetched %d times, want once (objects and metrics port share it)", gets)
+	}
+}
+
+// kube-proxy's ConfigMap is fetched once at most, and only when the objects
+// file or the metrics port needs it.
+func TestCollectConfigMapOnlyWhenWanted(t *testing.T) {
+	tests := []struct {
+		name         string
+		objectsGiven bool
+		metricsPort  int
+		wantGets     int
+		wantPort     int
+	}{
+		{name: "objects file and metrics port", wantGets: 1, wantPort: 10999},
+		{name: "--from-objects: the metrics port", objectsGiven: true, wantGets: 1, wantPort: 10999},
+		{name: "--metrics-port: the objects file", metricsPort: 12345, wantGets: 1, wantPort: 12345},
+		{name: "neither", objectsGiven: true, metricsPort: 12345, wantGets: 0, wantPort: 12345},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := testConfigMap()
+			cm.Data["config.conf"] = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nmetricsBindAddress: 0.0.0.0:10999\n"
+			e := newEnv(t, testNodeObj(testNode, corev1.ConditionTrue), testKubeProxyPod(testNode), cm, testService(), testSlice())
+			opts := Options{Node: testNode, Via: ViaDebugPod, MetricsPort: tc.metricsPort}
+			if tc.objectsGiven {
+				opts.Objects = &correlate.Objects{Services: []*corev1.Service{testService()}, EndpointSlices: []*discoveryv1.EndpointSlice{testSlice()}}
+			}
+			man, err := e.collector(opts).Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			gets := 0
+			for _, a := range e.client.Actions() {
+				if a.GetVerb() == "get" && a.GetResource().Resource == "configmaps" {
+					gets++
+				}
+			}
+			if gets != tc.wantGets {
+				t.Errorf("ConfigMap fetched %d times, want %d", gets, tc.wantGets)
+			}
+			for _, p := range e.runner.ports {
+				if p != tc.wantPort {
+					t.Errorf("GET on port %d, want %d", p, tc.wantPort)
+				}
+			}
+			if _, ok := fileKinds(man)["objects.json"]; ok == tc.objectsGiven {
+				t.Errorf("objects.json written: %v, want %v", ok, !tc.objectsGiven)
+			}
+			if len(man.Warnings) > 0 {
+				t.Errorf("warnings %q", man.Warnings)
+			}
+		})
 	}
 }
 

@@ -10,12 +10,32 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // A NodeCommand is one read-only command the plugin runs on a node. ID names
 // its output in a bundle ("iptables-nft-save", "nft-ip-kube-proxy", ...).
+// The constructors below build Argv from the typed fields, so that callers
+// read what a command lists from the fields, never from argv positions.
 type NodeCommand struct {
-	ID   string
+	ID string
+	// Program is the binary: "iptables-nft-save", "ip6tables-nft", "nft".
+	Program string
+	// Family is the IP family whose rules the command reads; "" for the
+	// commands that read none (iptables -V, nft --version, nft list tables).
+	Family kubeproxy.Family
+	// Backend is the iptables backend an iptables program reads; unknown
+	// for the image's wrapper (plain "iptables", which picks the node's)
+	// and for nft.
+	Backend kubeproxy.Backend
+	// Table and Chain narrow the command to one table, or one chain of
+	// it; "" reads all.
+	Table, Chain string
+	// Argv is what runs on the node. Allowed is the gate: a command whose
+	// Argv it refuses is never sent.
 	Argv []string
 	// Kind says what the output is: KindRuleset (a dump every parser
 	// reads), KindChains (iptables -S of single chains), or KindInfo.
@@ -53,12 +73,12 @@ var listPrograms = map[string]bool{
 }
 
 var (
-	chainName  = regexp.MustCompile(`^KUBE-[A-Z0-9-]{1,24}$`)
-	nftObject  = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,255}$`)
-	nftFamily  = map[string]bool{"ip": true, "ip6": true, "inet": true}
-	iptTables  = map[string]bool{"nat": true, "filter": true, "mangle": true}
-	nftTables  = map[string]bool{"kube-proxy": true, "nat": true, "filter": true, "mangle": true}
-	validateID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9.-]{0,80}$`)
+	chainName   = regexp.MustCompile(`^KUBE-[A-Z0-9-]{1,24}$`)
+	nftObject   = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,255}$`)
+	nftFamilies = map[string]bool{"ip": true, "ip6": true, "inet": true}
+	iptTables   = map[string]bool{kubeproxy.TableNAT: true, kubeproxy.TableFilter: true, kubeproxy.TableMangle: true}
+	nftTables   = map[string]bool{kubeproxy.NFTTable: true, kubeproxy.TableNAT: true, kubeproxy.TableFilter: true, kubeproxy.TableMangle: true}
+	validateID  = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9.-]{0,80}$`)
 )
 
 // Allowed says whether argv is one of the read-only commands the plugin may
@@ -108,9 +128,9 @@ func Allowed(argv []string) error {
 		switch {
 		case len(args) == 2 && (args[1] == "ruleset" || args[1] == "tables"):
 			return nil
-		case len(args) == 4 && args[1] == "table" && nftFamily[args[2]] && nftTables[args[3]]:
+		case len(args) == 4 && args[1] == "table" && nftFamilies[args[2]] && nftTables[args[3]]:
 			return nil
-		case len(args) == 5 && args[1] == "chain" && nftFamily[args[2]] && nftTables[args[3]] && nftObject.MatchString(args[4]):
+		case len(args) == 5 && args[1] == "chain" && nftFamilies[args[2]] && nftTables[args[3]] && nftObject.MatchString(args[4]):
 			return nil
 		}
 		return bad()
@@ -118,43 +138,75 @@ func Allowed(argv []string) error {
 	return bad()
 }
 
-// Save is "iptables-save" (or a backend's own variant) of all tables.
-func Save(program string) NodeCommand {
-	return NodeCommand{ID: program, Argv: []string{program}, Kind: KindRuleset, BigStack: true}
+// iptablesProgram is the iptables binary for a family and backend:
+// iptables-nft, ip6tables-legacy, ...; BackendUnknown names the image's
+// wrapper (iptables, ip6tables), which uses the backend the node uses.
+func iptablesProgram(f kubeproxy.Family, b kubeproxy.Backend) string {
+	program := "iptables"
+	if f == kubeproxy.IPv6 {
+		program = "ip6tables"
+	}
+	switch b {
+	case kubeproxy.BackendNFT:
+		program += "-nft"
+	case kubeproxy.BackendLegacy:
+		program += "-legacy"
+	}
+	return program
 }
 
-// NFTTable lists one nftables table, as JSON or text.
-func NFTTable(family, table string, json bool) NodeCommand {
-	text := NodeCommand{ID: "nft-" + family + "-" + table, Argv: []string{"nft", "list", "table", family, table}, Kind: KindRuleset}
+// nftFamily is the nftables family of an IP family's tables.
+func nftFamily(f kubeproxy.Family) knftables.Family {
+	if f == kubeproxy.IPv6 {
+		return knftables.IPv6Family
+	}
+	return knftables.IPv4Family
+}
+
+// Save is iptables-save of all tables of one family and backend.
+func Save(f kubeproxy.Family, b kubeproxy.Backend) NodeCommand {
+	program := iptablesProgram(f, b) + "-save"
+	return NodeCommand{ID: program, Program: program, Family: f, Backend: b, Argv: []string{program}, Kind: KindRuleset, BigStack: true}
+}
+
+// NFTTable lists one nftables table of a family, as JSON or text.
+func NFTTable(f kubeproxy.Family, table string, json bool) NodeCommand {
+	fam := string(nftFamily(f))
+	text := NodeCommand{ID: "nft-" + fam + "-" + table, Program: "nft", Family: f, Table: table,
+		Argv: []string{"nft", "list", "table", fam, table}, Kind: KindRuleset}
 	if !json {
 		return text
 	}
 	// An nft built without JSON (distroless-iptables v0.9.4-v0.9.5) fails:
 	// read the text instead.
-	return NodeCommand{ID: text.ID + ".json", Argv: []string{"nft", "-j", "list", "table", family, table}, Kind: KindRuleset, Fallback: []NodeCommand{text}}
+	return NodeCommand{ID: text.ID + ".json", Program: "nft", Family: f, Table: table,
+		Argv: []string{"nft", "-j", "list", "table", fam, table}, Kind: KindRuleset, Fallback: []NodeCommand{text}}
 }
 
 // NFTVersion is "nft --version": is there an nft at all.
 func NFTVersion() NodeCommand {
-	return NodeCommand{ID: "nft-version", Argv: []string{"nft", "--version"}, Kind: KindInfo}
+	return NodeCommand{ID: "nft-version", Program: "nft", Argv: []string{"nft", "--version"}, Kind: KindInfo}
 }
 
 // NFTTables lists the tables (names only): cheap, and tells nftables mode
 // (table ip kube-proxy) and iptables-nft (table ip nat) apart.
 func NFTTables() NodeCommand {
-	return NodeCommand{ID: "nft-tables", Argv: []string{"nft", "list", "tables"}, Kind: KindInfo}
+	return NodeCommand{ID: "nft-tables", Program: "nft", Argv: []string{"nft", "list", "tables"}, Kind: KindInfo}
 }
 
-// IPTablesVersion is "iptables -V": it names the backend the node's wrapper
-// chose, "(nf_tables)" or "(legacy)".
-func IPTablesVersion(program string) NodeCommand {
-	return NodeCommand{ID: program + "-version", Argv: []string{program, "-V"}, Kind: KindInfo}
+// IPTablesVersion is "iptables -V" of the image's wrapper: it names the
+// backend the wrapper chose for the node, "(nf_tables)" or "(legacy)".
+func IPTablesVersion() NodeCommand {
+	program := iptablesProgram(kubeproxy.IPv4, kubeproxy.BackendUnknown)
+	return NodeCommand{ID: program + "-version", Program: program, Argv: []string{program, "-V"}, Kind: KindInfo}
 }
 
 // ListChain is "iptables -t TABLE -S CHAIN": one chain, fast on both
 // backends where a full save of a big table takes minutes.
-func ListChain(program, table, chain string) NodeCommand {
-	return NodeCommand{ID: program + "-" + table + "-" + chain, Argv: []string{program, "-t", table, "-S", chain}, Kind: KindChains}
+func ListChain(f kubeproxy.Family, b kubeproxy.Backend, table, chain string) NodeCommand {
+	program := iptablesProgram(f, b)
+	return NodeCommand{ID: program + "-" + table + "-" + chain, Program: program, Family: f, Backend: b, Table: table, Chain: chain,
+		Argv: []string{program, "-t", table, "-S", chain}, Kind: KindChains}
 }
 
 // FileName is the name of the command's output in a bundle.

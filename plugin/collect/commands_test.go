@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 func TestAllowed(t *testing.T) {
@@ -65,9 +67,9 @@ func TestPlansOnlyAllowed(t *testing.T) {
 			all = append(all, FullPlan(p, r)...)
 		}
 	}
-	all = append(all, FirstChains("iptables-nft", []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP"})...)
-	all = append(all, FirstChains("ip6tables-nft", nil)...)
-	all = append(all, IPTablesVersion("iptables"), NFTTables(), NFTTable("ip", "kube-proxy", true), NFTTable("ip6", "kube-proxy", false))
+	all = append(all, FirstChains(kubeproxy.IPv4, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP"})...)
+	all = append(all, FirstChains(kubeproxy.IPv6, nil)...)
+	all = append(all, IPTablesVersion(), NFTVersion(), NFTTables(), NFTTable(kubeproxy.IPv4, kubeproxy.NFTTable, true), NFTTable(kubeproxy.IPv6, kubeproxy.NFTTable, false))
 	for i := 0; i < len(all); i++ {
 		c := all[i]
 		all = append(all, c.Fallback...)
@@ -77,6 +79,56 @@ func TestPlansOnlyAllowed(t *testing.T) {
 	}
 	if _, err := Script(all, "0123456789abcdef"); err != nil {
 		t.Fatalf("Script of every planned command: %v", err)
+	}
+}
+
+// The constructors build Argv from the typed fields, and every command
+// they build passes the gate.
+func TestConstructors(t *testing.T) {
+	type fields struct {
+		ID, Program  string
+		Family       kubeproxy.Family
+		Backend      kubeproxy.Backend
+		Table, Chain string
+		Argv         string
+	}
+	tests := []struct {
+		cmd  NodeCommand
+		want fields
+	}{
+		{Save(kubeproxy.IPv4, kubeproxy.BackendNFT),
+			fields{"iptables-nft-save", "iptables-nft-save", kubeproxy.IPv4, kubeproxy.BackendNFT, "", "", "iptables-nft-save"}},
+		{Save(kubeproxy.IPv6, kubeproxy.BackendLegacy),
+			fields{"ip6tables-legacy-save", "ip6tables-legacy-save", kubeproxy.IPv6, kubeproxy.BackendLegacy, "", "", "ip6tables-legacy-save"}},
+		{IPTablesVersion(),
+			fields{"iptables-version", "iptables", "", kubeproxy.BackendUnknown, "", "", "iptables -V"}},
+		{ListChain(kubeproxy.IPv6, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting),
+			fields{"ip6tables-nft-nat-KUBE-POSTROUTING", "ip6tables-nft", kubeproxy.IPv6, kubeproxy.BackendNFT, "nat", "KUBE-POSTROUTING", "ip6tables-nft -t nat -S KUBE-POSTROUTING"}},
+		{ListChain(kubeproxy.IPv4, kubeproxy.BackendLegacy, kubeproxy.TableFilter, kubeproxy.ChainForward),
+			fields{"iptables-legacy-filter-KUBE-FORWARD", "iptables-legacy", kubeproxy.IPv4, kubeproxy.BackendLegacy, "filter", "KUBE-FORWARD", "iptables-legacy -t filter -S KUBE-FORWARD"}},
+		{NFTTable(kubeproxy.IPv6, kubeproxy.NFTTable, true),
+			fields{"nft-ip6-kube-proxy.json", "nft", kubeproxy.IPv6, kubeproxy.BackendUnknown, "kube-proxy", "", "nft -j list table ip6 kube-proxy"}},
+		{NFTTable(kubeproxy.IPv4, kubeproxy.TableNAT, false),
+			fields{"nft-ip-nat", "nft", kubeproxy.IPv4, kubeproxy.BackendUnknown, "nat", "", "nft list table ip nat"}},
+		{NFTVersion(), fields{"nft-version", "nft", "", kubeproxy.BackendUnknown, "", "", "nft --version"}},
+		{NFTTables(), fields{"nft-tables", "nft", "", kubeproxy.BackendUnknown, "", "", "nft list tables"}},
+	}
+	for _, tt := range tests {
+		c := tt.cmd
+		got := fields{c.ID, c.Program, c.Family, c.Backend, c.Table, c.Chain, strings.Join(c.Argv, " ")}
+		if got != tt.want {
+			t.Errorf("got  %+v\nwant %+v", got, tt.want)
+		}
+		if c.Argv[0] != c.Program {
+			t.Errorf("%s: runs %q, not its Program %q", c.ID, c.Argv[0], c.Program)
+		}
+		if err := c.Check(); err != nil {
+			t.Errorf("%s: %v", c.ID, err)
+		}
+	}
+	// The JSON listing falls back to the same table as text.
+	if fb := NFTTable(kubeproxy.IPv6, kubeproxy.NFTTable, true).Fallback; len(fb) != 1 || strings.Join(fb[0].Argv, " ") != "nft list table ip6 kube-proxy" {
+		t.Errorf("nft -j fallback %+v", fb)
 	}
 }
 
@@ -137,27 +189,12 @@ func TestChainPlan(t *testing.T) {
 	}
 }
 
-func TestReferencedChains(t *testing.T) {
-	out := `-N KUBE-SVC-AAAA
--A KUBE-SVC-AAAA ! -s 10.244.0.0/16 -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j KUBE-MARK-MASQ
--A KUBE-SVC-AAAA -m statistic --mode random --probability 0.5 -j KUBE-SEP-OLD1
--A KUBE-SVC-AAAA -j KUBE-SEP-CUR1
--N KUBE-SERVICES
--A KUBE-SERVICES -d 10.96.0.11/32 -p tcp -j KUBE-SVC-OTHER
-`
-	got := ReferencedChains([]byte(out), map[string]bool{"KUBE-SVC-AAAA": true})
-	want := "KUBE-MARK-MASQ KUBE-SEP-OLD1 KUBE-SEP-CUR1"
-	if strings.Join(got, " ") != want {
-		t.Errorf("ReferencedChains = %q, want %q (KUBE-SERVICES is not followed)", got, want)
-	}
-}
-
 func TestParseProbeOutputs(t *testing.T) {
-	for out, want := range map[string]string{
+	for out, want := range map[string]kubeproxy.Backend{
 		"iptables v1.8.9 (nf_tables)\n": "nf_tables",
 		"iptables v1.8.9 (legacy)\n":    "legacy",
 		"iptables v1.6.1\n":             "legacy",
-		"sh: iptables: not found\n":     "",
+		"sh: iptables: not found\n":     kubeproxy.BackendUnknown,
 	} {
 		if got := ParseIPTablesVersion(out); got != want {
 			t.Errorf("ParseIPTablesVersion(%q) = %q, want %q", out, got, want)
@@ -172,7 +209,7 @@ func TestParseProbeOutputs(t *testing.T) {
 // The script's shell text is fixed; checkScript accepts what Script writes
 // and nothing with an extra command.
 func TestScriptChecked(t *testing.T) {
-	cmds := []NodeCommand{IPTablesVersion("iptables"), Save("iptables-nft-save"), ListChain("iptables-nft", "nat", "KUBE-SERVICES")}
+	cmds := []NodeCommand{IPTablesVersion(), Save(kubeproxy.IPv4, kubeproxy.BackendNFT), ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainServices)}
 	argv, err := Script(cmds, "0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)

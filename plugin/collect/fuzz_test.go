@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // The demuxer reads whatever an exec returns (a cut-off stream, garbage, a
@@ -38,7 +40,7 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 // Whatever script text comes in, checkScript accepts it only when every
 // line that is not a marker is an allowed command.
 func FuzzCheckScript(f *testing.F) {
-	good, _ := Script([]NodeCommand{Save("iptables-nft-save"), ListChain("iptables-nft", "nat", "KUBE-SERVICES")}, "0123456789abcdef")
+	good, _ := Script([]NodeCommand{Save(kubeproxy.IPv4, kubeproxy.BackendNFT), ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainServices)}, "0123456789abcdef")
 	f.Add(good[2])
 	f.Add("'iptables' '-F'\n")
 	f.Add("echo '### kubectl-proxyrules a begin 0'; rm -rf /\n")

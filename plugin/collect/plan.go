@@ -3,17 +3,21 @@ package collect
 import (
 	"bufio"
 	"bytes"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // Probe is what one cheap exec learned about the node before reading it.
 type Probe struct {
 	// ProxyMode is kube-proxy's /proxyMode answer ("" when unknown).
-	ProxyMode string
-	// Backend is what `iptables -V` said: "nf_tables", "legacy" or "".
-	Backend string
+	ProxyMode kubeproxy.Mode
+	// Backend is what `iptables -V` said; BackendUnknown when it did not.
+	Backend kubeproxy.Backend
 	// NFTTables lists "FAMILY NAME" from `nft list tables`; NFTKnown is
 	// false when nft could not be run (no nft in the image).
 	NFTTables []string
@@ -24,16 +28,16 @@ type Probe struct {
 }
 
 // ParseIPTablesVersion reads "iptables v1.8.9 (nf_tables)".
-func ParseIPTablesVersion(out string) string {
+func ParseIPTablesVersion(out string) kubeproxy.Backend {
 	switch {
 	case strings.Contains(out, "(nf_tables)"):
-		return "nf_tables"
+		return kubeproxy.BackendNFT
 	case strings.Contains(out, "(legacy)"):
-		return "legacy"
+		return kubeproxy.BackendLegacy
 	case strings.HasPrefix(strings.TrimSpace(out), "iptables v"):
-		return "legacy" // before 1.8, iptables was legacy only
+		return kubeproxy.BackendLegacy // before 1.8, iptables was legacy only
 	}
-	return ""
+	return kubeproxy.BackendUnknown
 }
 
 // ParseNFTTables reads `nft list tables` ("table ip kube-proxy" lines).
@@ -50,23 +54,29 @@ func ParseNFTTables(out string) []string {
 	return tables
 }
 
-func (p *Probe) hasAnyNFT(family string, tables ...string) bool {
+// nftTableName is a table as NFTTables lists it: "ip6 nat".
+func nftTableName(f kubeproxy.Family, table string) string {
+	return string(nftFamily(f)) + " " + table
+}
+
+func (p *Probe) hasAnyNFT(f kubeproxy.Family, tables ...string) bool {
 	for _, t := range tables {
-		if p.hasNFT(family, t) {
+		if p.hasNFT(f, t) {
 			return true
 		}
 	}
 	return false
 }
 
-func (p *Probe) hasNFT(family, table string) bool {
-	for _, t := range p.NFTTables {
-		if t == family+" "+table {
-			return true
-		}
-	}
-	return false
+func (p *Probe) hasNFT(f kubeproxy.Family, table string) bool {
+	return slices.Contains(p.NFTTables, nftTableName(f, table))
 }
+
+// ipFamilies are the families read, IPv4 first.
+var ipFamilies = []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6}
+
+// iptablesTables are the tables kube-proxy writes through iptables.
+var iptablesTables = []string{kubeproxy.TableNAT, kubeproxy.TableFilter, kubeproxy.TableMangle}
 
 // Reader choices for whole iptables-nft tables. Measured on the e2e
 // cluster (kube-proxy v1.37.2, 5,000 Services × 20 endpoints and 2,000 more
@@ -95,28 +105,28 @@ func FullPlan(p Probe, reader string) []NodeCommand {
 	var cmds []NodeCommand
 	// nftables mode: kube-proxy's own tables, as JSON (text if the image's
 	// nft lacks JSON; the collector retries).
-	for _, fam := range []string{"ip", "ip6"} {
-		if p.hasNFT(fam, "kube-proxy") {
-			c := NFTTable(fam, "kube-proxy", true)
+	for _, fam := range ipFamilies {
+		if p.hasNFT(fam, kubeproxy.NFTTable) {
+			c := NFTTable(fam, kubeproxy.NFTTable, true)
 			c.Optional = p.guessed
 			cmds = append(cmds, c)
 		}
 	}
 	// iptables on the nf_tables backend (nothing to read when nft shows
 	// none of its tables).
-	for _, fam := range []string{"ip", "ip6"} {
-		if p.NFTKnown && !p.hasAnyNFT(fam, "nat", "filter", "mangle") {
+	for _, fam := range ipFamilies {
+		if p.NFTKnown && !p.hasAnyNFT(fam, iptablesTables...) {
 			continue
 		}
 		var viaNFT []NodeCommand
-		for _, table := range []string{"nat", "filter", "mangle"} {
+		for _, table := range iptablesTables {
 			if p.hasNFT(fam, table) {
 				c := NFTTable(fam, table, false)
 				c.Optional = p.guessed
 				viaNFT = append(viaNFT, c)
 			}
 		}
-		save := Save(map[string]string{"ip": "iptables-nft-save", "ip6": "ip6tables-nft-save"}[fam])
+		save := Save(fam, kubeproxy.BackendNFT)
 		switch {
 		case reader == ReaderNFT && len(viaNFT) > 0:
 			cmds = append(cmds, viaNFT...)
@@ -129,69 +139,92 @@ func FullPlan(p Probe, reader string) []NodeCommand {
 	}
 	// The legacy backend: fast to read, usually empty; kube-proxy's rules
 	// there on an nf_tables node (or the reverse) are the backend mismatch.
-	cmds = append(cmds, Save("iptables-legacy-save"), Save("ip6tables-legacy-save"))
+	for _, fam := range ipFamilies {
+		cmds = append(cmds, Save(fam, kubeproxy.BackendLegacy))
+	}
 	return cmds
 }
 
-// Fixed chains a Service's packets pass through, read with its own chains.
+// The fixed chains a Service's packets pass through, read with its own
+// chains: kube-proxy's entry chains and the masquerade chains in nat, its
+// filter chains (each is one kube-proxy counts in that table).
 var (
-	fixedNATChains    = []string{"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-MARK-MASQ", "KUBE-POSTROUTING"}
-	fixedFilterChains = []string{"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-FORWARD"}
+	fixedNATChains = []string{
+		kubeproxy.ChainServices, kubeproxy.ChainNodePorts, kubeproxy.ChainMarkMasq, kubeproxy.ChainPostrouting,
+	}
+	fixedFilterChains = []string{
+		kubeproxy.ChainServices, kubeproxy.ChainExternalServices, kubeproxy.ChainNodePorts,
+		kubeproxy.ChainProxyFirewall, kubeproxy.ChainForward,
+	}
 )
 
-// ChainPlan says how to read only some chains, or ok=false when the whole
-// tables are as fast: nftables mode (kube-proxy's tables are compact and
-// nft reads them in one go) and the legacy backend (legacy iptables reads
-// the whole table for every -S, so one save is faster than a few -S).
+// ChainPlan says whether reading only some chains is faster than the whole
+// tables. It is not in nftables mode (kube-proxy's tables are compact and
+// nft reads them in one go) nor on the legacy backend (legacy iptables
+// reads the whole table for every -S, so one save is faster than a few -S).
 func ChainPlan(p Probe) bool {
-	if p.ProxyMode == "nftables" || p.ProxyMode == "ipvs" || p.Backend != "nf_tables" {
+	if p.ProxyMode == kubeproxy.ModeNFTables || p.ProxyMode == kubeproxy.ModeIPVS || p.Backend != kubeproxy.BackendNFT {
 		return false
 	}
 	// Without a nat table on nf_tables, kube-proxy's rules are not on this
 	// backend (a mismatch, or not iptables mode): read everything and let
 	// the analyses say so.
-	return p.NFTKnown && (p.hasNFT("ip", "nat") || p.hasNFT("ip6", "nat"))
+	return p.NFTKnown && (p.hasNFT(kubeproxy.IPv4, kubeproxy.TableNAT) || p.hasNFT(kubeproxy.IPv6, kubeproxy.TableNAT))
 }
 
-// FirstChains is the first round of a service-scoped read: the fixed entry
-// chains and the chains named after the Service's ports and endpoints.
-func FirstChains(program string, serviceChains []string) []NodeCommand {
+// FirstChains is the first round of a service-scoped read of one family on
+// iptables-nft: the fixed entry chains and the chains named after the
+// Service's ports and endpoints.
+func FirstChains(f kubeproxy.Family, serviceChains []string) []NodeCommand {
 	var cmds []NodeCommand
 	for _, c := range fixedNATChains {
-		cmds = append(cmds, ListChain(program, "nat", c))
+		cmds = append(cmds, ListChain(f, kubeproxy.BackendNFT, kubeproxy.TableNAT, c))
 	}
 	for _, c := range serviceChains {
-		cmds = append(cmds, ListChain(program, "nat", c))
+		cmds = append(cmds, ListChain(f, kubeproxy.BackendNFT, kubeproxy.TableNAT, c))
 	}
 	for _, c := range fixedFilterChains {
-		cmds = append(cmds, ListChain(program, "filter", c))
+		cmds = append(cmds, ListChain(f, kubeproxy.BackendNFT, kubeproxy.TableFilter, c))
 	}
 	return cmds
 }
 
-var jumpTarget = regexp.MustCompile(`(?:^| )-[jg] (KUBE-[A-Z0-9-]+)`)
+// parseListedChains reads the output of `iptables -t TABLE -S CHAIN` (one
+// or more, of one table) with the iptables parser, wrapped in *TABLE …
+// COMMIT as the save-format files of a service-scoped read are.
+func parseListedChains(table string, outputs ...[]byte) (*inspect.IPTable, error) {
+	var b bytes.Buffer
+	b.WriteString("*" + table + "\n")
+	for _, out := range outputs {
+		b.Write(out)
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString("COMMIT\n")
+	rs, err := iptables.Parse(&b, "iptables -t "+table+" -S")
+	if err != nil {
+		return nil, err
+	}
+	return rs.IPTables[0], nil
+}
 
-// ReferencedChains lists the KUBE- chains that the -S output of a
-// Service's own chains jumps to (endpoints the slices no longer have, the
-// mark chain): the next round of a service-scoped read. Fixed chains are
-// not followed, or KUBE-SERVICES would pull in every Service.
-func ReferencedChains(out []byte, owned map[string]bool) []string {
+// ReferencedChains lists, once each and in rule order, the KUBE- chains
+// that the owned chains of t (a Service's own chains) jump to: endpoints
+// the slices no longer name, the mark chain. The rules of fixed chains are
+// never followed, or KUBE-SERVICES would pull in every Service.
+func ReferencedChains(t *inspect.IPTable, owned map[string]bool) []string {
 	var found []string
-	chain := ""
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		f := strings.Fields(line)
-		if len(f) < 2 || (f[0] != "-A" && f[0] != "-N") {
+	seen := map[string]bool{}
+	for _, c := range t.Chains {
+		if !owned[c.Name] || kubeproxy.Fixed(c.Name) != nil {
 			continue
 		}
-		chain = f[1]
-		if !owned[chain] || f[0] != "-A" {
-			continue
-		}
-		for _, m := range jumpTarget.FindAllStringSubmatch(line, -1) {
-			found = append(found, m[1])
+		for _, r := range c.Rules {
+			if strings.HasPrefix(r.Target, kubeproxy.PrefixKube) && !seen[r.Target] {
+				seen[r.Target] = true
+				found = append(found, r.Target)
+			}
 		}
 	}
 	return found

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // maxRounds bounds the service-scoped read: round 1 reads the Service's
@@ -22,47 +23,94 @@ const maxRounds = 4
 // that is faster than the whole tables (iptables on the nf_tables backend,
 // facts: 0.06 s for KUBE-SERVICES against minutes for iptables-nft-save on
 // a big node). It returns false when the whole tables should be read.
-func (c *Collector) readService(ctx context.Context, t Target, probe Probe) (bool, error) {
-	if !ChainPlan(probe) || c.objects == nil {
+func (c *Collector) readService(ctx context.Context, w *bundleWriter, t Target, probe Probe, objects *correlate.Objects) (bool, error) {
+	if !ChainPlan(probe) || objects == nil {
 		return false, nil
 	}
 	var sps []*correlate.ServicePort
-	v4, v6 := false, false
-	for _, sp := range c.objects.ServicePorts() {
+	wanted := map[kubeproxy.Family]bool{}
+	for _, sp := range objects.ServicePorts() {
 		if sp.Namespace != c.ServiceNamespace || sp.Name != c.ServiceName {
 			continue
 		}
 		sps = append(sps, sp)
 		for _, ip := range sp.ClusterIPs {
-			if strings.Contains(ip, ":") {
-				v6 = true
-			} else {
-				v4 = true
-			}
+			wanted[familyOfIP(ip)] = true
 		}
 	}
-	if !v6 {
-		v4 = true // no cluster IP (a headless Service): entry chains only
+	if !wanted[kubeproxy.IPv6] {
+		wanted[kubeproxy.IPv4] = true // no cluster IP (a headless Service): entry chains only
 	}
-	c.man.Scope = "service " + c.ServiceNamespace + "/" + c.ServiceName
+	w.man.Scope = "service " + c.ServiceNamespace + "/" + c.ServiceName
 	names := correlate.ChainsOfService(sps)
-	for _, fam := range []struct {
-		prog   string
-		wanted bool
-	}{{"iptables-nft", v4}, {"ip6tables-nft", v6}} {
-		if !fam.wanted {
+	for _, fam := range ipFamilies {
+		if !wanted[fam] {
 			continue
 		}
-		if err := c.readChains(ctx, t, fam.prog, names); err != nil {
+		if err := c.readChains(ctx, w, t, fam, names); err != nil {
 			return true, err
 		}
 	}
 	return true, nil
 }
 
-// readChains reads the chains with `PROG -t TABLE -S CHAIN` into one
+// chainWalk is where a service-scoped read of one family stands: which
+// chains have been listed, and whose jumps are followed.
+type chainWalk struct {
+	listed map[string]bool // "TABLE CHAIN"
+	// owned are the nat chains whose jumps lead to more of the Service's
+	// chains: its own, and what they jump to.
+	owned map[string]bool
+}
+
+func newChainWalk(serviceChains []string) *chainWalk {
+	w := &chainWalk{listed: map[string]bool{}, owned: map[string]bool{}}
+	for _, n := range serviceChains {
+		w.owned[n] = true
+	}
+	return w
+}
+
+// list records the commands of a round as listed.
+func (w *chainWalk) list(cmds []NodeCommand) {
+	for _, cmd := range cmds {
+		w.listed[cmd.Table+" "+cmd.Chain] = true
+	}
+}
+
+// next takes a round's nat commands with their outputs and lists the
+// chains the owned ones jump to that no round has listed yet. Only owned
+// outputs are parsed: the fixed chains, listed in round 1, are not
+// followed (and KUBE-SERVICES is big on a big node).
+func (w *chainWalk) next(fam kubeproxy.Family, nat []NodeCommand, outs [][]byte) ([]NodeCommand, error) {
+	var ownedOuts [][]byte
+	for i, cmd := range nat {
+		if w.owned[cmd.Chain] {
+			ownedOuts = append(ownedOuts, outs[i])
+		}
+	}
+	if len(ownedOuts) == 0 {
+		return nil, nil
+	}
+	table, err := parseListedChains(kubeproxy.TableNAT, ownedOuts...)
+	if err != nil {
+		return nil, err
+	}
+	var next []NodeCommand
+	for _, target := range ReferencedChains(table, w.owned) {
+		if !w.listed[kubeproxy.TableNAT+" "+target] {
+			w.owned[target] = true
+			next = append(next, ListChain(fam, kubeproxy.BackendNFT, kubeproxy.TableNAT, target))
+		}
+	}
+	w.list(next)
+	return next, nil
+}
+
+// readChains reads the chains with `iptables-nft -t TABLE -S CHAIN` into one
 // save-format file per table (*nat … COMMIT), which every parser reads.
-func (c *Collector) readChains(ctx context.Context, t Target, prog string, serviceChains []string) error {
+func (c *Collector) readChains(ctx context.Context, w *bundleWriter, t Target, fam kubeproxy.Family, serviceChains []string) error {
+	prog := iptablesProgram(fam, kubeproxy.BackendNFT)
 	files := map[string]*os.File{}
 	sizes := map[string]int64{}
 	defer func() {
@@ -74,7 +122,7 @@ func (c *Collector) readChains(ctx context.Context, t Target, prog string, servi
 		if f := files[table]; f != nil {
 			return f, nil
 		}
-		f, err := os.Create(filepath.Join(c.Dir, prog+"-"+table+"-chains.txt"))
+		f, err := w.create(prog + "-" + table + "-chains.txt")
 		if err != nil {
 			return nil, err
 		}
@@ -83,23 +131,17 @@ func (c *Collector) readChains(ctx context.Context, t Target, prog string, servi
 		sizes[table] += int64(n)
 		return f, err
 	}
-	owned := map[string]bool{}
-	for _, n := range serviceChains {
-		owned[n] = true
-	}
-	read := map[string]bool{}
+	walk := newChainWalk(serviceChains)
 	counts := map[string]int{}
-	cmds := FirstChains(prog, serviceChains)
+	cmds := FirstChains(fam, serviceChains)
+	walk.list(cmds)
 	start := time.Now()
 	for round := 1; len(cmds) > 0 && round <= maxRounds; round++ {
 		outs := make([]bytes.Buffer, len(cmds))
-		for _, cmd := range cmds {
-			read[cmd.Argv[2]+" "+cmd.Argv[4]] = true
-		}
 		c.Progress.Step("reading %d chains with %s -S (round %d)", len(cmds), prog, round)
 		stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
 			Open: func(i int) (io.Writer, error) {
-				f, err := fileOf(cmds[i].Argv[2])
+				f, err := fileOf(cmds[i].Table)
 				if err != nil {
 					return nil, err
 				}
@@ -107,31 +149,27 @@ func (c *Collector) readChains(ctx context.Context, t Target, prog string, servi
 			},
 			Done: func(i, rc int) {
 				// rc 1: no such chain, which the analysis reports as missing.
-				sizes[cmds[i].Argv[2]] += int64(outs[i].Len())
+				sizes[cmds[i].Table] += int64(outs[i].Len())
 				if outs[i].Len() > 0 {
-					counts[cmds[i].Argv[2]]++
+					counts[cmds[i].Table]++
 				}
 			},
 		})
 		if err != nil {
 			return c.execError(ctx, err, t, stderr)
 		}
-		var next []NodeCommand
+		var nat []NodeCommand
+		var natOuts [][]byte
 		for i, cmd := range cmds {
-			if cmd.Argv[2] != "nat" {
-				continue
-			}
-			for _, target := range ReferencedChains(outs[i].Bytes(), owned) {
-				if !read["nat "+target] {
-					read["nat "+target] = true
-					owned[target] = true
-					next = append(next, ListChain(prog, "nat", target))
-				}
+			if cmd.Table == kubeproxy.TableNAT {
+				nat, natOuts = append(nat, cmd), append(natOuts, outs[i].Bytes())
 			}
 		}
-		cmds = next
+		if cmds, err = walk.next(fam, nat, natOuts); err != nil {
+			return err
+		}
 	}
-	for _, table := range []string{"nat", "filter"} {
+	for _, table := range []string{kubeproxy.TableNAT, kubeproxy.TableFilter} {
 		f := files[table]
 		if f == nil {
 			continue
@@ -139,11 +177,19 @@ func (c *Collector) readChains(ctx context.Context, t Target, prog string, servi
 		if _, err := io.WriteString(f, "COMMIT\n"); err != nil {
 			return err
 		}
-		c.man.Files = append(c.man.Files, BundleFile{
+		w.add(BundleFile{
 			Path: filepath.Base(f.Name()), Kind: KindRuleset, Partial: true,
 			Command: fmt.Sprintf("%s -t %s -S CHAIN (%d chains present)", prog, table, counts[table]),
 			Bytes:   sizes[table] + int64(len("COMMIT\n")), Seconds: time.Since(start).Seconds(),
 		})
 	}
 	return nil
+}
+
+// familyOfIP is the family of a cluster IP.
+func familyOfIP(ip string) kubeproxy.Family {
+	if strings.Contains(ip, ":") {
+		return kubeproxy.IPv6
+	}
+	return kubeproxy.IPv4
 }

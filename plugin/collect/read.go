@@ -1,0 +1,249 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// read probes the node, then reads what the scope needs.
+// objects are the API objects a service-scoped read takes the Service's
+// chain names from; metricsPort is where kube-proxy answers.
+func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects, metricsPort int) error {
+	probe, err := c.probe(ctx, w, t, metricsPort)
+	if err != nil {
+		return err
+	}
+	w.man.ProxyMode, w.man.Backend = probe.ProxyMode, probe.Backend
+	done := false
+	if c.ServiceName != "" {
+		if done, err = c.readService(ctx, w, t, probe, objects); err != nil {
+			return err
+		}
+	}
+	if !done {
+		if err := c.runToFiles(ctx, w, t, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
+			return err
+		}
+	}
+	for _, ep := range []struct{ path, file, kind string }{
+		{"/metrics", "metrics.txt", KindMetrics},
+		{"/configz", "configz.json", KindConfig},
+	} {
+		var buf bytes.Buffer
+		start := time.Now()
+		if err := c.Runner.Get(ctx, t, metricsPort, ep.path, &buf); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			w.warn("kube-proxy's %s did not answer: %s (kube-proxy serves it on metricsBindAddress, 127.0.0.1:%d by default; counts and config checks are skipped)", ep.path, firstLine(err.Error()), metricsPort)
+			continue
+		}
+		f := BundleFile{Path: ep.file, Kind: ep.kind, Command: fmt.Sprintf("GET 127.0.0.1:%d%s", metricsPort, ep.path), Seconds: time.Since(start).Seconds()}
+		if err := w.write(f, buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probe learns the proxy mode and the iptables backend in one exec.
+func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metricsPort int) (Probe, error) {
+	c.Progress.Step("probing the node (iptables backend, nftables tables, proxy mode)")
+	var p Probe
+	var mode bytes.Buffer
+	if err := c.Runner.Get(ctx, t, metricsPort, "/proxyMode", &mode); err == nil {
+		p.ProxyMode = kubeproxy.Mode(strings.TrimSpace(mode.String()))
+		if err := w.write(BundleFile{Path: "proxymode.txt", Kind: KindProxyMode, Command: fmt.Sprintf("GET 127.0.0.1:%d/proxyMode", metricsPort)}, mode.Bytes()); err != nil {
+			return p, err
+		}
+	} else if ctx.Err() != nil {
+		return p, ctx.Err()
+	} else {
+		c.Progress.Step("kube-proxy's /proxyMode did not answer (%s): asking nft which tables exist, which takes long on big nodes", firstLine(err.Error()))
+	}
+	// `nft list tables` loads the whole ruleset (minutes for 380k rules
+	// of iptables-nft): it runs only when kube-proxy did not say its mode.
+	// iptables-nft -S of one small chain (KUBE-POSTROUTING) is instant
+	// and says whether kube-proxy wrote rules through iptables-nft.
+	const version, nftVersion, natV4, natV6, tables = 0, 1, 2, 3, 4 // indices in cmds
+	cmds := []NodeCommand{IPTablesVersion(), NFTVersion(),
+		ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting),
+		ListChain(kubeproxy.IPv6, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting)}
+	if p.ProxyMode == "" {
+		cmds = append(cmds, NFTTables())
+	}
+	outs := make([]bytes.Buffer, len(cmds))
+	rcs := make([]int, len(cmds))
+	for i := range rcs {
+		rcs[i] = -1
+	}
+	stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
+		Open: func(i int) (io.Writer, error) { return &outs[i], nil },
+		Done: func(i, rc int) { rcs[i] = rc },
+	})
+	if err != nil {
+		return p, c.execError(ctx, err, t, stderr)
+	}
+	p.Backend = ParseIPTablesVersion(outs[version].String())
+	p.NFTKnown = rcs[nftVersion] == 0
+	switch {
+	case len(cmds) > tables && rcs[tables] == 0:
+		p.NFTTables = ParseNFTTables(outs[tables].String())
+	case p.NFTKnown:
+		// The tables kube-proxy's mode implies, and iptables-nft's where
+		// its KUBE-POSTROUTING chain exists.
+		p.guessed = true
+		if p.ProxyMode == kubeproxy.ModeNFTables {
+			for _, fam := range ipFamilies {
+				p.NFTTables = append(p.NFTTables, nftTableName(fam, kubeproxy.NFTTable))
+			}
+		}
+		for i, fam := range ipFamilies {
+			if rcs[natV4+i] == 0 {
+				for _, table := range iptablesTables {
+					p.NFTTables = append(p.NFTTables, nftTableName(fam, table))
+				}
+			}
+		}
+		sort.Strings(p.NFTTables)
+	}
+	if p.ProxyMode == "" && (p.hasNFT(kubeproxy.IPv4, kubeproxy.NFTTable) || p.hasNFT(kubeproxy.IPv6, kubeproxy.NFTTable)) {
+		p.ProxyMode = kubeproxy.ModeNFTables
+	}
+	return p, nil
+}
+
+func (c *Collector) execError(ctx context.Context, err error, t Target, stderr string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := err.Error()
+	// Through the WebSocket upgrade a refusal arrives as text, not a Status.
+	if apierrors.IsForbidden(err) || strings.Contains(msg, "is forbidden") {
+		verb := "create"
+		if strings.Contains(msg, "cannot get resource") {
+			verb = "get" // the WebSocket upgrade is a GET
+		}
+		return &Forbidden{Verb: verb, Resource: "pods/exec", Namespace: t.Namespace, Why: "run the read commands in pod " + t.Pod,
+			Hint: "Exec needs both get (WebSocket) and create (SPDY) on pods/exec", Err: err}
+	}
+	msg = firstLine(msg)
+	if s := strings.TrimSpace(stderr); s != "" {
+		msg += ": " + firstLine(s)
+	}
+	return fmt.Errorf("exec in %s/%s failed: %s", t.Namespace, t.Pod, msg)
+}
+
+// runToFiles runs cmds in one exec, streaming each output into its file.
+// A failed nft -j (an nft built without JSON) is retried as text.
+func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, cmds []NodeCommand, what string) error {
+	c.Progress.Step("%s (%d commands in one exec)", what, len(cmds))
+	files := make([]*os.File, len(cmds))
+	counters := make([]*countingWriter, len(cmds))
+	starts := make([]time.Time, len(cmds))
+	rcs := make([]int, len(cmds))
+	for i := range rcs {
+		rcs[i] = -1
+	}
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
+		Open: func(i int) (io.Writer, error) {
+			f, err := w.create(cmds[i].FileName())
+			if err != nil {
+				return nil, err
+			}
+			files[i], starts[i] = f, time.Now()
+			counters[i] = &countingWriter{w: f, progress: c.Progress, label: strings.Join(cmds[i].Argv, " "), last: time.Now()}
+			return counters[i], nil
+		},
+		Done: func(i, rc int) {
+			rcs[i] = rc
+			if counters[i] != nil {
+				counters[i].finish(time.Since(starts[i]))
+			}
+		},
+	})
+	if err != nil {
+		return c.execError(ctx, err, t, stderr)
+	}
+	var retry []NodeCommand
+	for i, cmd := range cmds {
+		bf := BundleFile{Path: cmd.FileName(), Kind: cmd.Kind, Command: strings.Join(cmd.Argv, " ")}
+		if counters[i] != nil {
+			bf.Bytes, bf.Seconds = counters[i].n, counters[i].seconds
+		}
+		if rcs[i] != 0 {
+			status := fmt.Sprintf("exit status %d", rcs[i])
+			bf.Error = status
+			if len(cmd.Fallback) > 0 {
+				var names []string
+				for _, f := range cmd.Fallback {
+					f.Optional = f.Optional || cmd.Optional
+					retry = append(retry, f)
+					names = append(names, strings.Join(f.Argv, " "))
+				}
+				bf.Error += " (read again with " + strings.Join(names, ", ") + ")"
+				bf.Kind = KindFailed // kept for the record, not read
+				if !cmd.Optional {
+					w.warn("%s failed (%s)%s: reading with %s instead", bf.Command, status, stderrHint(stderr), strings.Join(names, ", "))
+				}
+			} else if bf.Bytes == 0 && !cmd.Optional {
+				w.warn("%s failed (%s)%s", bf.Command, bf.Error, stderrHint(stderr))
+			}
+		}
+		w.add(bf)
+	}
+	if len(retry) > 0 {
+		return c.runToFiles(ctx, w, t, retry, "reading again what failed")
+	}
+	return nil
+}
+
+func stderrHint(stderr string) string {
+	if s := strings.TrimSpace(stderr); s != "" {
+		return ": " + firstLine(s)
+	}
+	return ""
+}
+
+// countingWriter counts bytes and reports progress for big outputs.
+type countingWriter struct {
+	w        io.Writer
+	n        int64
+	progress *Progress
+	label    string
+	last     time.Time
+	seconds  float64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	if time.Since(cw.last) > time.Second {
+		cw.last = time.Now()
+		cw.progress.Bytes(cw.label, cw.n)
+	}
+	return n, err
+}
+
+func (cw *countingWriter) finish(d time.Duration) {
+	cw.seconds = d.Seconds()
+	cw.progress.Done(cw.label, cw.n, d)
+}
