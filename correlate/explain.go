@@ -28,7 +28,10 @@ type Explanation struct {
 	ExternalTrafficPolicy string     `json:"externalTrafficPolicy,omitempty"`
 	InternalTrafficPolicy string     `json:"internalTrafficPolicy"`
 	Node                  string     `json:"node,omitempty"`
-	Ports                 []PortPath `json:"ports"`
+	// Zone is the node's topology.kubernetes.io/zone, when its Node object
+	// was given.
+	Zone  string     `json:"zone,omitempty"`
+	Ports []PortPath `json:"ports"`
 }
 
 // PortPath is the path packets for one service port take on the node, in
@@ -58,12 +61,24 @@ type PortPath struct {
 	// Misnamed are hops whose chain name belongs to another endpoint or
 	// service port than the one it DNATs to.
 	Misnamed []MisnamedHop `json:"-"`
+	// Topology is the mode the EndpointSlice hints select for cluster
+	// traffic on this node: PreferSameZone, PreferSameNode, unknown (the
+	// node or its zone not known), or "" (none).
+	Topology string `json:"topology,omitempty"`
+
 	// LocalPolicy: a Local traffic policy applies to some of its traffic;
 	// NodeKnown: the node is known, so local endpoints could be told.
 	LocalPolicy, NodeKnown bool `json:"-"`
 	// InternalExpected counts the endpoints kube-proxy should program for
 	// cluster-IP traffic on this node.
 	InternalExpected int `json:"-"`
+	// LocalHops are the endpoints the rules reach through a Local-policy
+	// chain: kube-proxy wrote them as this node's own.
+	LocalHops []string `json:"-"`
+	// OrphanChains maps expected endpoints no rule reaches to their
+	// endpoint chain, where that chain is still in the dump (iptables): the
+	// jump to it was removed.
+	OrphanChains map[string]string `json:"-"`
 }
 
 // MissingEntry is an address of the service no rule or element catches.
@@ -123,8 +138,12 @@ type EndpointPath struct {
 	InRules  bool   `json:"inRules"`
 	InSlices bool   `json:"inSlices"`
 	// Expected: kube-proxy should have programmed it on this node, given
-	// its conditions and the traffic policies.
-	Expected bool `json:"expected"`
+	// its conditions, its topology hints and the traffic policies; Why
+	// says why it is or is not. ExpectedUnknown: the input cannot tell
+	// (topology hints, and the node or its zone not known).
+	Expected        bool   `json:"expected"`
+	ExpectedUnknown bool   `json:"expectedUnknown,omitempty"`
+	Why             string `json:"why,omitempty"`
 	// Share is the fraction of new internal (cluster IP) connections it
 	// gets; ExternalShare the same for external traffic when that differs.
 	Share         float64  `json:"share"`
@@ -143,9 +162,9 @@ type ExplainOptions struct {
 	Name      string
 	// Port is a port name or number; empty for every port.
 	Port string
-	// Node is the node the dump comes from; local endpoints and Local
-	// traffic policies need it.
-	Node string
+	// Node is the node the dump comes from; local endpoints, Local
+	// traffic policies and topology hints need it.
+	Node NodeView
 }
 
 // Explain joins one Service's ports with the rules in rs.
@@ -157,7 +176,7 @@ func Explain(rs *inspect.Ruleset, objs *Objects, opts ExplainOptions) (*Explanat
 }
 
 // ExplainAll explains every Service that kube-proxy writes rules for.
-func ExplainAll(rs *inspect.Ruleset, objs *Objects, node string) []*Explanation {
+func ExplainAll(rs *inspect.Ruleset, objs *Objects, node NodeView) []*Explanation {
 	if objs == nil {
 		return nil
 	}
@@ -227,7 +246,7 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 		Namespace: first.Namespace, Name: first.Name, Type: string(first.Type),
 		ClusterIPs: first.ClusterIPs, ExternalIPs: first.ExternalIPs, LoadBalancerIPs: first.LoadBalancerIPs,
 		SourceRanges: first.SourceRanges, SessionAffinity: "None", AffinitySeconds: first.AffinitySeconds,
-		InternalTrafficPolicy: "Cluster", Node: opts.Node, Ports: []PortPath{},
+		InternalTrafficPolicy: "Cluster", Node: opts.Node.Name, Zone: opts.Node.Zone, Ports: []PortPath{},
 	}
 	if first.AffinitySeconds > 0 {
 		ex.SessionAffinity = "ClientIP"
@@ -300,69 +319,6 @@ func serviceHasFamily(sp *ServicePort, fam kubeproxy.Family) bool {
 
 func isIPv6(s string) bool { return strings.Contains(s, ":") }
 
-// expectation is what kube-proxy should program for a service port on a
-// node, from the endpoints' conditions and the traffic policies
-// (pkg/proxy/topology.go CategorizeEndpoints, without topology hints).
-type expectation struct {
-	cluster, local map[string]bool
-	// localKnown is false when no node was given.
-	localKnown bool
-	node       string
-	byEndpoint map[string]Endpoint
-}
-
-func expect(sp *ServicePort, fam kubeproxy.Family, node string) expectation {
-	e := expectation{cluster: map[string]bool{}, local: map[string]bool{}, localKnown: node != "", node: node, byEndpoint: map[string]Endpoint{}}
-	var ready, serving, localReady, localServing []Endpoint
-	for _, ep := range sp.Endpoints {
-		if ep.IPv6 != (fam == kubeproxy.IPv6) {
-			continue
-		}
-		e.byEndpoint[ep.String()] = ep
-		local := node != "" && ep.NodeName == node
-		switch {
-		case ep.Ready:
-			ready = append(ready, ep)
-			if local {
-				localReady = append(localReady, ep)
-			}
-		case ep.Serving && ep.Terminating:
-			serving = append(serving, ep)
-			if local {
-				localServing = append(localServing, ep)
-			}
-		}
-	}
-	// With no ready endpoint, serving terminating ones are used (KEP-1669).
-	if len(ready) == 0 {
-		ready = serving
-	}
-	if len(localReady) == 0 {
-		localReady = localServing
-	}
-	for _, ep := range ready {
-		e.cluster[ep.String()] = true
-	}
-	for _, ep := range localReady {
-		e.local[ep.String()] = true
-	}
-	return e
-}
-
-func (e expectation) internal(sp *ServicePort) map[string]bool {
-	if sp.InternalLocal {
-		return e.local
-	}
-	return e.cluster
-}
-
-func (e expectation) external(sp *ServicePort) map[string]bool {
-	if sp.ExternalLocal {
-		return e.local
-	}
-	return e.cluster
-}
-
 func hasExternal(sp *ServicePort) bool {
 	return sp.NodePort > 0 || len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0
 }
@@ -401,7 +357,7 @@ func hostPort(ip string, port int32) string {
 }
 
 // explainIPTables follows KUBE-SERVICES → SVC/SVL/EXT/FW → SEP → DNAT.
-func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[string][]entryRule, node string) PortPath {
+func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[string][]entryRule, node NodeView) PortPath {
 	spn, proto := sp.String(), sp.Proto()
 	hash := PortProtoHash(spn, proto)
 	svc, svl, ext, fw := kubeproxy.PrefixService+hash, kubeproxy.PrefixLocal+hash, kubeproxy.PrefixExternal+hash, kubeproxy.PrefixFirewall+hash
@@ -551,6 +507,16 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 		}
 	}
 	joinEndpoints(&pp, sp, exp)
+	for _, ep := range pp.Endpoints {
+		if ep.Expected && !ep.InRules {
+			if c := EndpointChain(spn, proto, ep.Endpoint); nat.Chain(c) != nil {
+				if pp.OrphanChains == nil {
+					pp.OrphanChains = map[string]string{}
+				}
+				pp.OrphanChains[ep.Endpoint] = c
+			}
+		}
+	}
 	for _, r := range pp.Routes {
 		for _, h := range r.Hops {
 			if h.Chain != "" && h.Endpoint != "" && EndpointChain(spn, proto, h.Endpoint) != h.Chain {
@@ -667,6 +633,8 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
 		p.Ready, p.Serving, p.Terminating = ptr(e.Ready), ptr(e.Serving), ptr(e.Terminating)
 		p.NodeName = e.NodeName
 		p.Local = exp.node != "" && e.NodeName == exp.node
+		p.Why = exp.why(sp, ep)
+		p.ExpectedUnknown = exp.unknown(sp) && e.Ready
 	}
 	internalExpected, externalExpected := exp.internal(sp), exp.external(sp)
 	for ep := range internalExpected {
@@ -678,9 +646,13 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
 		}
 	}
 	for _, r := range pp.Routes {
+		local := r.Traffic == "internal" && sp.InternalLocal || r.Traffic == "external" && sp.ExternalLocal
 		for _, h := range r.Hops {
 			if h.Endpoint == "" {
 				continue
+			}
+			if local {
+				pp.LocalHops = append(pp.LocalHops, h.Endpoint)
 			}
 			p := get(h.Endpoint)
 			p.InRules = true
@@ -707,6 +679,7 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
 	sort.Slice(pp.Endpoints, func(i, j int) bool { return pp.Endpoints[i].Endpoint < pp.Endpoints[j].Endpoint })
 	pp.LocalPolicy = sp.InternalLocal || (sp.ExternalLocal && hasExternal(sp))
 	pp.NodeKnown = exp.localKnown
+	pp.Topology = exp.topology
 	pp.InternalExpected = len(internalExpected)
 }
 
@@ -714,7 +687,7 @@ func ptr[T any](v T) *T { return &v }
 
 // explainNFTables follows the service-ips / service-nodeports maps into
 // the service's chains and their numgen DNAT maps (or endpoint chains).
-func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam kubeproxy.Family, node string) PortPath {
+func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam kubeproxy.Family, node NodeView) PortPath {
 	spn, proto := sp.String(), sp.Proto()
 	base := NFTServiceBase(sp.Namespace, sp.Name, proto, sp.PortName)
 	svc, local, ext, fw := kubeproxy.NFTPrefixService+base, kubeproxy.NFTPrefixLocal+base, kubeproxy.NFTPrefixExternal+base, kubeproxy.NFTPrefixFirewall+base

@@ -137,6 +137,9 @@ type Endpoint struct {
 	IPv6        bool   `json:"-"`
 	NodeName    string `json:"nodeName,omitempty"`
 	Zone        string `json:"zone,omitempty"`
+	// ZoneHints and NodeHints are hints.forZones and hints.forNodes.
+	ZoneHints []string `json:"zoneHints,omitempty"`
+	NodeHints []string `json:"nodeHints,omitempty"`
 
 	str string // cached String()
 }
@@ -279,6 +282,14 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 				if ep.Zone != nil {
 					e.Zone = *ep.Zone
 				}
+				if ep.Hints != nil {
+					for _, z := range ep.Hints.ForZones {
+						e.ZoneHints = append(e.ZoneHints, z.Name)
+					}
+					for _, n := range ep.Hints.ForNodes {
+						e.NodeHints = append(e.NodeHints, n.Name)
+					}
+				}
 				e.str = EndpointString(e.IP, e.Port)
 				if sp.Endpoints == nil {
 					sp.Endpoints = make([]Endpoint, 0, len(slice.Endpoints))
@@ -289,8 +300,15 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 	}
 	for _, sp := range out {
 		// kube-proxy orders endpoints by their string (endpointslicecache.go)
-		// and keeps one per string when slices overlap.
-		sort.SliceStable(sp.Endpoints, func(i, j int) bool { return sp.Endpoints[i].str < sp.Endpoints[j].str })
+		// and keeps one per string when slices overlap, preferring one that
+		// is not terminating (a pod IP reused before the old pod is gone).
+		sort.SliceStable(sp.Endpoints, func(i, j int) bool {
+			a, b := &sp.Endpoints[i], &sp.Endpoints[j]
+			if a.str != b.str {
+				return a.str < b.str
+			}
+			return !a.Terminating && b.Terminating
+		})
 		sp.Endpoints = slices.CompactFunc(sp.Endpoints, func(a, b Endpoint) bool { return a.str == b.str })
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -300,4 +318,26 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 		return out[i].Protocol < out[j].Protocol
 	})
 	return out
+}
+
+// Node returns the Node object of that name among the objects, or nil.
+func (o *Objects) Node(name string) *corev1.Node {
+	if o == nil || name == "" {
+		return nil
+	}
+	for _, obj := range o.Other {
+		if n, ok := obj.(*corev1.Node); ok && n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// NodeView is what the objects say of the node the rules come from.
+func (o *Objects) NodeView(name string) NodeView {
+	nv := NodeView{Name: name}
+	if n := o.Node(name); n != nil {
+		nv.Labeled, nv.Zone = true, n.Labels[corev1.LabelTopologyZone]
+	}
+	return nv
 }

@@ -30,8 +30,14 @@ type Node struct {
 	Config  *kpconfig.Config
 	// CollectionNotes are what reading the node noted (a bundle's warnings).
 	CollectionNotes []string
-	// At is the time ages are judged against; zero when unknown.
-	At time.Time
+	// At is the time ages are judged against; zero when unknown. AtSource
+	// says where it comes from ("--at", "collectedAt", "the newest metric
+	// timestamp, a lower bound", "now").
+	At       time.Time
+	AtSource string
+	// Scope is "" when the node's whole rulesets were read, else what was
+	// read ("service shop/web").
+	Scope string
 
 	res *correlate.Result
 }
@@ -59,7 +65,28 @@ func (s Severity) rank() int {
 type Problem struct {
 	Severity Severity `json:"severity"`
 	Message  string   `json:"message"`
+	// Kind says what is wrong, for programs (see ProblemKinds); Endpoints
+	// names the endpoints concerned.
+	Kind      string   `json:"kind,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
 }
+
+// Problem kinds of a Service port's path.
+const (
+	ProblemNoEntry           = "noEntry"            // no rule catches an address of the Service
+	ProblemEmptyChain        = "emptyChain"         // a chain of the port exists without rules
+	ProblemMissingEndpoints  = "missingEndpoints"   // expected endpoints no rule reaches
+	ProblemExtraEndpoints    = "extraEndpoints"     // endpoints in the rules, not in the slices
+	ProblemTerminating       = "terminatingInRules" // terminating endpoints still get new connections
+	ProblemUnexpected        = "unexpectedEndpoints"
+	ProblemShares            = "shares"            // shares do not add up to 1
+	ProblemNoReject          = "noReject"          // no usable endpoint, no reject rule
+	ProblemNoEndpoints       = "noEndpoints"       // the slices list none (informational)
+	ProblemRejectedWithReady = "rejectedWithReady" // rejected as "no endpoints" despite ready ones
+	ProblemMisnamed          = "misnamedChain"     // a chain's name belongs to another endpoint
+	ProblemSourceRanges      = "sourceRanges"      // loadBalancerSourceRanges not as programmed
+	ProblemRemovedJump       = "removedJump"       // an endpoint chain is there, the jump to it is gone
+)
 
 // attribution is the node's chains attributed, computed once per Node.
 func (n *Node) attribution() *correlate.Result {

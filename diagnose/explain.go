@@ -27,7 +27,7 @@ type PortReport struct {
 
 // ExplainService explains one Service of the node.
 func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation, error) {
-	ex, err := correlate.Explain(n.Ruleset, n.Objects, correlate.ExplainOptions{Namespace: namespace, Name: name, Port: port, Node: n.Name})
+	ex, err := correlate.Explain(n.Ruleset, n.Objects, correlate.ExplainOptions{Namespace: namespace, Name: name, Port: port, Node: n.Objects.NodeView(n.Name)})
 	if err != nil {
 		return nil, err
 	}
@@ -47,33 +47,33 @@ func judgeExplanation(ex *correlate.Explanation) *ServiceExplanation {
 // judgePort says what is wrong with one port's path, most severe first.
 func judgePort(pp *correlate.PortPath) []Problem {
 	ps := []Problem{}
-	problem := func(sev Severity, format string, args ...any) {
-		ps = append(ps, Problem{sev, fmt.Sprintf(format, args...)})
+	problem := func(sev Severity, kind string, eps []string, format string, args ...any) {
+		ps = append(ps, Problem{Severity: sev, Message: fmt.Sprintf(format, args...), Kind: kind, Endpoints: eps})
 	}
 	nft := pp.Mode == string(kubeproxy.ModeNFTables)
 	for _, m := range pp.Missing {
 		switch {
 		case m.Kind == "clusterIP" && nft:
-			problem(SeverityError, "no service-ips element for the cluster IP %s: kube-proxy has not programmed this service port on this node", m.Address)
+			problem(SeverityError, ProblemNoEntry, nil, "no service-ips element for the cluster IP %s: kube-proxy has not programmed this service port on this node", m.Address)
 		case m.Kind == "clusterIP":
-			problem(SeverityError, "no KUBE-SERVICES rule for the cluster IP %s: kube-proxy has not programmed this service port on this node (is kube-proxy running and syncing?)", m.Address)
+			problem(SeverityError, ProblemNoEntry, nil, "no KUBE-SERVICES rule for the cluster IP %s: kube-proxy has not programmed this service port on this node (is kube-proxy running and syncing?)", m.Address)
 		case m.Kind == "nodePort" && nft:
-			problem(SeverityError, "no service-nodeports element for node port %s", m.Address)
+			problem(SeverityError, ProblemNoEntry, nil, "no service-nodeports element for node port %s", m.Address)
 		case m.Kind == "nodePort":
-			problem(SeverityError, "no KUBE-NODEPORTS rule for node port %s", m.Address)
+			problem(SeverityError, ProblemNoEntry, nil, "no KUBE-NODEPORTS rule for node port %s", m.Address)
 		default:
-			problem(SeverityWarning, "no rule for external/load-balancer IP %s", m.Address)
+			problem(SeverityWarning, ProblemNoEntry, nil, "no rule for external/load-balancer IP %s", m.Address)
 		}
 	}
 	for _, c := range pp.EmptyChains {
-		problem(SeverityWarning, "chain %s exists but is empty", c)
+		problem(SeverityWarning, ProblemEmptyChain, nil, "chain %s exists but is empty", c)
 	}
 	judgeEndpoints(pp, problem)
 	for _, h := range pp.Misnamed {
 		if h.NameSays != "" {
-			problem(SeverityError, "%s DNATs to %s, but its name says %s", h.Chain, h.Endpoint, h.NameSays)
+			problem(SeverityError, ProblemMisnamed, []string{h.Endpoint}, "%s DNATs to %s, but its name says %s", h.Chain, h.Endpoint, h.NameSays)
 		} else {
-			problem(SeverityError, "%s DNATs to %s, but its name belongs to a different endpoint or service port", h.Chain, h.Endpoint)
+			problem(SeverityError, ProblemMisnamed, []string{h.Endpoint}, "%s DNATs to %s, but its name belongs to a different endpoint or service port", h.Chain, h.Endpoint)
 		}
 	}
 	sortProblems(ps)
@@ -81,7 +81,7 @@ func judgePort(pp *correlate.PortPath) []Problem {
 }
 
 // judgeEndpoints compares the endpoints the routes reach with the slices.
-func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, ...any)) {
+func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []string, string, ...any)) {
 	var internalSum, externalSum float64
 	haveInternal, haveExternal := false, false
 	for _, r := range pp.Routes {
@@ -101,6 +101,9 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, ...an
 			inSlices++
 		}
 		switch {
+		case p.ExpectedUnknown:
+			// Topology decides, and the input cannot: neither missing
+			// nor unexpected.
 		case p.Expected && !p.InRules:
 			missing = append(missing, p.Endpoint)
 		case p.InRules && !p.InSlices:
@@ -114,36 +117,43 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, ...an
 		}
 	}
 	if len(missing) > 0 {
-		problem(SeverityError, "%s in the EndpointSlices and should be programmed, but no rule reaches %s: propagation lag or a failed sync", listEndpoints(missing), them(missing))
+		problem(SeverityError, ProblemMissingEndpoints, missing, "%s in the EndpointSlices and should be programmed, but no rule reaches %s: propagation lag or a failed sync", listEndpoints(missing), them(missing))
 	}
 	if len(extra) > 0 {
-		problem(SeverityError, "%s in the rules but not in the EndpointSlices: connections may go to pods that are gone", listEndpoints(extra))
+		problem(SeverityError, ProblemExtraEndpoints, extra, "%s in the rules but not in the EndpointSlices: connections may go to pods that are gone", listEndpoints(extra))
 	}
 	if len(terminating) > 0 {
-		problem(SeverityWarning, "%s terminating but still %s new connections", listEndpoints(terminating), gets(terminating))
+		problem(SeverityWarning, ProblemTerminating, terminating, "%s terminating but still %s new connections", listEndpoints(terminating), gets(terminating))
 	}
 	if len(unexpected) > 0 {
-		problem(SeverityWarning, "%s %s connections although kube-proxy would not program %s (not ready, or not local under a Local policy)", listEndpoints(unexpected), gets(unexpected), them(unexpected))
+		problem(SeverityWarning, ProblemUnexpected, unexpected, "%s %s connections although kube-proxy would not program %s (not ready, or not local under a Local policy)", listEndpoints(unexpected), gets(unexpected), them(unexpected))
 	}
 	if pp.LocalPolicy && !pp.NodeKnown {
-		problem(SeverityInfo, "the traffic policy is Local: pass --node to check which endpoints are local")
+		problem(SeverityInfo, "", nil, "the traffic policy is Local: pass --node to check which endpoints are local")
+	}
+	if pp.Topology == correlate.TopologyUnknown {
+		what := "the node's zone is not known: pass its Node object (kubectl get nodes -o json) with --from-objects"
+		if !pp.NodeKnown {
+			what = "the node is not known: pass --node"
+		}
+		problem(SeverityInfo, "", nil, "the EndpointSlices carry topology hints, so this node uses only some endpoints, but %s; which endpoints belong in the rules was not checked", what)
 	}
 	if haveInternal && math.Abs(internalSum-1) > 1e-6 {
-		problem(SeverityError, "the endpoint shares of cluster-IP traffic add up to %.4f, not 1: some new connections match no endpoint", internalSum)
+		problem(SeverityError, ProblemShares, nil, "the endpoint shares of cluster-IP traffic add up to %.4f, not 1: some new connections match no endpoint", internalSum)
 	}
 	if haveExternal && math.Abs(externalSum-1) > 1e-6 {
-		problem(SeverityError, "the endpoint shares of external traffic add up to %.4f, not 1", externalSum)
+		problem(SeverityError, ProblemShares, nil, "the endpoint shares of external traffic add up to %.4f, not 1", externalSum)
 	}
 	expectedAny := pp.InternalExpected > 0
 	rejects := hasEntry(pp.Entries, "noEndpoints") || hasEntry(pp.Entries, "noLocalEndpoints")
 	if !expectedAny && !haveInternal && !rejects && len(pp.Entries) > 0 {
-		problem(SeverityWarning, "the service has no usable endpoints but no \"has no endpoints\" reject rule")
+		problem(SeverityWarning, ProblemNoReject, nil, "the service has no usable endpoints but no \"has no endpoints\" reject rule")
 	}
 	if !expectedAny && inSlices == 0 {
-		problem(SeverityInfo, "the EndpointSlices list no endpoints for this port (selector matches no ready pod?)")
+		problem(SeverityInfo, ProblemNoEndpoints, nil, "the EndpointSlices list no endpoints for this port (selector matches no ready pod?)")
 	}
 	if expectedAny && hasEntry(pp.Entries, "noEndpoints") {
-		problem(SeverityError, "connections are rejected as \"no endpoints\" although the EndpointSlices have ready endpoints: kube-proxy has not caught up")
+		problem(SeverityError, ProblemRejectedWithReady, nil, "connections are rejected as \"no endpoints\" although the EndpointSlices have ready endpoints: kube-proxy has not caught up")
 	}
 }
 

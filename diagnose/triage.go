@@ -8,16 +8,32 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
-// Finding is one thing triage found.
+// Finding is one thing triage found: a cause, with the findings it
+// explains listed under it as its symptoms, or a finding of its own.
 type Finding struct {
 	Severity Severity `json:"severity"`
-	// Area: mode, backend, service, stale, masquerade, counts, input.
+	// Area: identity, mode, backend, sync, service, stale, masquerade,
+	// counts, collection.
 	Area    string `json:"area"`
 	Subject string `json:"subject,omitempty"`
 	Message string `json:"message"`
+	// Remedy says what to do, where that is known.
+	Remedy string `json:"remedy,omitempty"`
+	// Symptoms are the consequences of this cause, each listed here once
+	// instead of as a finding of its own.
+	Symptoms []Symptom `json:"symptoms,omitempty"`
+}
+
+// Symptom is a finding explained by its cause.
+type Symptom struct {
+	Severity Severity `json:"severity"`
+	Area     string   `json:"area"`
+	Subject  string   `json:"subject,omitempty"`
+	Message  string   `json:"message"`
 }
 
 // TriageReport is the machine-readable report of `triage`.
@@ -25,11 +41,21 @@ type TriageReport struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Node       string `json:"node,omitempty"`
-	// Status: healthy, or problems (errors or warnings found).
-	Status   string        `json:"status"`
+	// Status: healthy, problems (errors or warnings found), or incomplete
+	// (nothing wrong in what was checked; NotChecked says what was not).
+	Status Status `json:"status"`
+	// Verdict is the report in one line.
+	Verdict  string        `json:"verdict"`
+	Identity NodeIdentity  `json:"identity"`
 	Mode     ModeDetection `json:"mode"`
-	Findings []Finding     `json:"findings"`
-	// Summary counts findings by severity.
+	// EvidenceTime is when the evidence was taken, as far as known, and
+	// EvidenceTimeSource where that comes from; ages are judged against it.
+	EvidenceTime       *time.Time `json:"evidenceTime,omitempty"`
+	EvidenceTimeSource string     `json:"evidenceTimeSource,omitempty"`
+	// Findings: causes first (each with its symptoms), most severe first.
+	Findings   []Finding `json:"findings"`
+	NotChecked []Gap     `json:"notChecked"`
+	// Summary counts findings (not symptoms) by severity.
 	Summary    map[Severity]int `json:"summary"`
 	Chains     MapSummary       `json:"chains"`
 	Stale      *StaleReport     `json:"stale"`
@@ -37,42 +63,78 @@ type TriageReport struct {
 	Counts     *RuleCounts      `json:"counts"`
 }
 
-// Triage runs every diagnosis on the node.
+// A finding before it is grouped by cause: what it is about, so that a
+// cause can claim it.
+type raw struct {
+	Finding
+	tag     string // see the tags below
+	family  kubeproxy.Family
+	service string // ns/name
+	local   bool   // the service has a Local traffic policy
+}
+
+// Finding tags.
+const (
+	tagDrift      = "drift"    // a Service's rules disagree with its EndpointSlices
+	tagService    = "service"  // another problem of a Service's rules
+	tagHarmful    = "stale"    // stale chains traffic still reaches
+	tagOverdue    = "overdue"  // unreferenced stale chains that should be gone
+	tagLeftover   = "leftover" // a chain an older version left
+	tagHung       = "hung"     // kube-proxy is not syncing
+	tagFailure    = "failure"  // a failure counter above zero
+	tagCountsDiff = "counts"   // the rule counts disagree
+	tagOther      = "other"    // anything else
+)
+
+// Triage runs every diagnosis on the node and groups the findings by cause.
 func Triage(n *Node) *TriageReport {
 	rep := &TriageReport{APIVersion: APIVersion, Kind: "Triage", Node: n.Name, Findings: []Finding{}, Summary: map[Severity]int{}}
-	add := func(sev Severity, area, subject, format string, args ...any) {
-		rep.Findings = append(rep.Findings, Finding{Severity: sev, Area: area, Subject: subject, Message: fmt.Sprintf(format, args...)})
+	if !n.At.IsZero() {
+		at := n.At
+		rep.EvidenceTime, rep.EvidenceTimeSource = &at, n.AtSource
+	}
+	var raws []*raw
+	add := func(r *raw, format string, args ...any) {
+		r.Message = fmt.Sprintf(format, args...)
+		raws = append(raws, r)
 	}
 	rs := n.Ruleset
 	for _, w := range n.CollectionNotes {
-		add(SeverityInfo, "collection", n.Name, "%s", w)
+		add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "collection", Subject: n.Name}, tag: tagOther}, "%s", w)
 	}
 	rep.Chains = summarize(n.attribution())
+	rep.Identity = IdentifyNode(n.Name, n)
 
 	// Proxy mode and backends.
 	rep.Mode = DetectMode(rs)
 	if n.Config != nil {
 		rep.Mode.FromConfig = n.Config.Mode
 	}
+	other := func(sev Severity, area, subject, format string, args ...any) {
+		add(&raw{Finding: Finding{Severity: sev, Area: area, Subject: subject}, tag: tagOther}, format, args...)
+	}
 	if rep.Mode.Detected == kubeproxy.ModeBoth {
-		add(SeverityError, "mode", "", "kube-proxy rules of both iptables and nftables mode are present: kube-proxy removes the other mode's rules when it starts, so two kube-proxies (or a mode switch without a restart) are acting on this node")
+		other(SeverityError, "mode", "", "kube-proxy rules of both iptables and nftables mode are present: kube-proxy removes the other mode's rules when it starts, so two kube-proxies (or a mode switch without a restart) are acting on this node")
 	}
 	if rep.Mode.FromConfig != "" && rep.Mode.Detected != kubeproxy.ModeUnknown && !rep.Mode.Detected.Has(rep.Mode.FromConfig) {
-		add(SeverityError, "mode", "", "kube-proxy's configuration says mode %q but the node has %s rules", rep.Mode.FromConfig, rep.Mode.Detected)
+		other(SeverityError, "mode", "", "kube-proxy's configuration says mode %q but the node has %s rules", rep.Mode.FromConfig, rep.Mode.Detected)
 	}
 	if rep.Mode.Detected == kubeproxy.ModeUnknown {
-		add(SeverityError, "mode", "", "no kube-proxy rules in the dump: kube-proxy is not running on this node, runs in another mode (IPVS, or an eBPF replacement), or the dump is of the wrong backend (try iptables-legacy-save / iptables-nft-save)")
+		other(SeverityError, "mode", "", "no kube-proxy rules in the dump: kube-proxy is not running on this node, runs in another mode (IPVS, or an eBPF replacement), or the dump is of the wrong backend (try iptables-legacy-save / iptables-nft-save)")
 	}
-	backendFindings(rs, add)
+	backendFindings(rs, other)
 
 	// Services.
-	if n.Objects == nil {
-		add(SeverityInfo, "input", "", "no API objects given: Services, EndpointSlices and stale chains are not checked (pass --from-objects)")
-	} else {
-		for _, ex := range correlate.ExplainAll(rs, n.Objects, n.Name) {
+	if n.Objects != nil {
+		for _, ex := range correlate.ExplainAll(rs, n.Objects, n.Objects.NodeView(n.Name)) {
 			for _, pp := range judgeExplanation(ex).Ports {
 				for _, p := range pp.Problems {
-					add(p.Severity, "service", fmt.Sprintf("%s (%s %s)", pp.ServicePort, pp.Mode, pp.Family), "%s", p.Message)
+					tag := tagService
+					if driftKinds[p.Kind] {
+						tag = tagDrift
+					}
+					add(&raw{Finding: Finding{Severity: p.Severity, Area: "service", Subject: fmt.Sprintf("%s (%s %s)", pp.ServicePort, pp.Mode, pp.Family)},
+						tag: tag, family: kubeproxy.Family(pp.Family), service: ex.Namespace + "/" + ex.Name, local: pp.LocalPolicy}, "%s", p.Message)
 				}
 			}
 		}
@@ -91,18 +153,16 @@ func Triage(n *Node) *TriageReport {
 	for _, m := range rep.Masquerade {
 		subject := string(m.Mode) + " " + string(m.Family)
 		for _, p := range m.Problems {
-			add(SeverityError, "masquerade", subject, "%s", p)
+			other(SeverityError, "masquerade", subject, "%s", p)
 		}
 		for _, c := range m.Conflicts {
-			add(SeverityWarning, "masquerade", subject, "%s rule %s %s/%s in %s %s: %s", c.Owner, c.Op, c.Value, c.Mask, c.Table, c.Chain, c.Reason)
+			other(SeverityWarning, "masquerade", subject, "%s rule %s %s/%s in %s %s: %s", c.Owner, c.Op, c.Value, c.Mask, c.Table, c.Chain, c.Reason)
 		}
 	}
 
 	// Counts and syncs.
 	rep.Counts = Counts(n)
-	if len(n.Metrics) == 0 {
-		add(SeverityInfo, "input", "", "no kube-proxy metrics given: rule counts, sync age and sync failures are not checked (pass --from-metrics)")
-	} else {
+	if len(n.Metrics) > 0 {
 		rep.Mode.FromMetrics = rep.Counts.ModeFromMetrics
 		for _, tc := range rep.Counts.Tables {
 			if !tc.Agree && tc.Reason != "" && tc.Metric != nil {
@@ -110,34 +170,284 @@ func Triage(n *Node) *TriageReport {
 				if tc.StaleRules > 0 && tc.Difference != nil && *tc.Difference == 0 {
 					sev = SeverityInfo
 				}
-				add(sev, "counts", fmt.Sprintf("%s %s", tc.Family, tc.Table), "%s", tc.Reason)
+				add(&raw{Finding: Finding{Severity: sev, Area: "counts", Subject: fmt.Sprintf("%s %s", tc.Family, tc.Table)}, tag: tagCountsDiff, family: tc.Family}, "%s", tc.Reason)
 			}
 		}
 		for _, s := range rep.Counts.LastSync {
 			if s.Hung {
-				add(SeverityError, "counts", string(s.Family), "kube-proxy is not syncing: %s", s.Reason)
+				add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(s.Family)}, tag: tagHung, family: s.Family}, "kube-proxy is not syncing: %s", s.Reason)
 			}
 		}
 		for _, f := range rep.Counts.Failures {
-			add(SeverityError, "counts", string(f.Family), "%s = %v: %s", f.Metric, f.Value, f.Meaning)
+			add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(f.Family)}, tag: tagFailure, family: f.Family}, "%s = %v: %s", f.Metric, f.Value, f.Meaning)
 		}
 	}
 
-	sort.SliceStable(rep.Findings, func(i, j int) bool { return rep.Findings[i].Severity.rank() < rep.Findings[j].Severity.rank() })
+	rep.Findings = groupByCause(n, rep, raws)
 	for _, f := range rep.Findings {
 		rep.Summary[f.Severity]++
 	}
-	rep.Status = "healthy"
-	if rep.Summary[SeverityError]+rep.Summary[SeverityWarning] > 0 {
-		rep.Status = "problems"
-	}
+	all := n.gaps()
+	rep.NotChecked = gapsOf(all, gapObjects, gapFamily, gapFilter, gapMetrics, gapConfig, gapTopology, gapLocalPolicy, gapScope)
+	rep.Status = verdict(rep.Summary[SeverityError]+rep.Summary[SeverityWarning] > 0, rep.NotChecked)
+	rep.Verdict = triageVerdict(rep)
 	return rep
 }
 
-type addFunc func(sev Severity, area, subject, format string, args ...any)
+// driftKinds are the problems that mean the rules lag (or lost) what the
+// EndpointSlices say: the symptoms of a sync that did not happen.
+var driftKinds = map[string]bool{
+	ProblemMissingEndpoints: true, ProblemExtraEndpoints: true, ProblemNoEntry: true,
+	ProblemRejectedWithReady: true, ProblemShares: true, ProblemUnexpected: true,
+}
+
+// groupByCause puts every finding a known cause explains under that cause,
+// causes first, then the findings of their own, most severe first.
+func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
+	claimed := map[*raw]bool{}
+	var causes []Finding
+	claim := func(c *Finding, pred func(r *raw) bool) {
+		for _, r := range raws {
+			if !claimed[r] && pred(r) {
+				claimed[r] = true
+				c.Symptoms = append(c.Symptoms, Symptom{r.Severity, r.Area, r.Subject, r.Message})
+			}
+		}
+	}
+	sameFamily := func(fam kubeproxy.Family, r *raw) bool { return fam == "" || r.family == "" || r.family == fam }
+
+	// The node is not the one the dump is of.
+	id := rep.Identity
+	switch {
+	case id.Mismatch:
+		c := Finding{Severity: SeverityError, Area: "identity", Subject: id.Given,
+			Message: fmt.Sprintf("the dump is of node %s, not %s: %s; every Local-policy verdict below is judged for %s and is wrong if the dump is %s's", id.Inferred, id.Given, id.Evidence, id.Given, id.Inferred),
+			Remedy:  fmt.Sprintf("pass --node %s, or the dump of %s", id.Inferred, id.Given)}
+		claim(&c, func(r *raw) bool { return r.local && (r.tag == tagDrift || r.tag == tagService) })
+		causes = append(causes, c)
+	case id.Given != "" && id.Unknown:
+		c := Finding{Severity: SeverityWarning, Area: "identity", Subject: id.Given,
+			Message: fmt.Sprintf("no Node named %s among the objects and no endpoint on it: is the name right? Local-policy Services are judged as if %s had no endpoints", id.Given, id.Given),
+			Remedy:  "check the name with kubectl get nodes"}
+		if id.Inferred != "" {
+			c.Message += "; " + id.Evidence
+			c.Remedy = "pass --node " + id.Inferred
+		}
+		claim(&c, func(r *raw) bool { return r.local && (r.tag == tagDrift || r.tag == tagService) })
+		causes = append(causes, c)
+	}
+
+	// kube-proxy's restores fail: nothing it changes reaches the node.
+	blockers := blockingLeftovers(rep.Stale)
+	failing := map[kubeproxy.Family]float64{}
+	for _, f := range rep.Counts.Failures {
+		switch f.Metric {
+		case metrics.RestoreFailures, metrics.NFTSyncFailures:
+			failing[f.Family] += f.Value
+		}
+	}
+	if len(failing) > 0 || len(blockers) > 0 {
+		for _, fam := range familiesOf(failing, blockers) {
+			c := restoreCause(fam, failing[fam], blockers, rep.Counts.Mode)
+			claim(&c, func(r *raw) bool {
+				return sameFamily(fam, r) && (r.tag == tagDrift || r.tag == tagHung || r.tag == tagFailure || r.tag == tagCountsDiff || r.tag == tagHarmful || r.tag == tagOverdue) ||
+					r.tag == tagLeftover && blockerNamed(blockers, r.Subject)
+			})
+			causes = append(causes, c)
+		}
+	}
+
+	// kube-proxy is not syncing, for no reason the rules show.
+	for _, r := range raws {
+		if r.tag != tagHung || claimed[r] {
+			continue
+		}
+		claimed[r] = true
+		c := Finding{Severity: SeverityError, Area: "sync", Subject: r.Subject, Message: r.Message,
+			Remedy: "check kube-proxy's pod and log on the node (kubectl logs -n kube-system <kube-proxy pod>)"}
+		fam := r.family
+		claim(&c, func(o *raw) bool {
+			return sameFamily(fam, o) && (o.tag == tagDrift || o.tag == tagCountsDiff || o.tag == tagHarmful || o.tag == tagOverdue)
+		})
+		causes = append(causes, c)
+	}
+
+	// Another writer removed kube-proxy's rules: fewer rules than it counted.
+	for _, tc := range rep.Counts.Tables {
+		if tc.Metric == nil || tc.Difference == nil || *tc.Difference >= 0 || len(failing) > 0 || truncated(n.Ruleset, tc.Source) || hung(rep.Counts) {
+			continue
+		}
+		fam := tc.Family
+		c := Finding{Severity: SeverityError, Area: "counts", Subject: fmt.Sprintf("%s %s", tc.Family, tc.Table),
+			Message: fmt.Sprintf("rules were removed from kube-proxy's chains by something other than kube-proxy: the %s %s table has %d fewer rule%s than kube-proxy counted at its last sync, and no sync failed since", tc.Family, tc.Table, -*tc.Difference, plural(-*tc.Difference)),
+			Remedy:  "find the other writer (a CNI, a security agent, a script with iptables -D/-F); kube-proxy puts the rules back at its next full sync (restart it to force one)"}
+		claim(&c, func(r *raw) bool {
+			return sameFamily(fam, r) && (r.tag == tagDrift || r.tag == tagCountsDiff) && (r.Area != "counts" || r.Subject == c.Subject)
+		})
+		causes = append(causes, c)
+	}
+
+	sortFindings(causes)
+	var rest []Finding
+	for _, r := range raws {
+		if !claimed[r] {
+			rest = append(rest, r.Finding)
+		}
+	}
+	sortFindings(rest)
+	return append(causes, rest...)
+}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Severity.rank() < fs[j].Severity.rank() })
+}
+
+// blocker is a leftover chain that jumps to a stale chain kube-proxy
+// deletes on every sync: the kernel refuses to delete a chain that is
+// still referenced, so each of kube-proxy's restores fails.
+type blocker struct {
+	leftover, target StaleVerdict
+}
+
+func blockingLeftovers(st *StaleReport) []blocker {
+	byChain := map[string]StaleVerdict{}
+	for _, c := range st.Chains {
+		byChain[c.Family+"/"+c.Chain] = c
+	}
+	var out []blocker
+	for _, c := range st.Chains {
+		if c.Leftover || !kubeproxy.IsServiceChainName(c.Chain) {
+			continue
+		}
+		for _, from := range c.ReferencedBy {
+			if l, ok := byChain[c.Family+"/"+from]; ok && l.Leftover && strings.HasPrefix(l.Chain, kubeproxy.PrefixXLB) {
+				out = append(out, blocker{l, c})
+			}
+		}
+	}
+	return out
+}
+
+func blockerNamed(bs []blocker, chain string) bool {
+	for _, b := range bs {
+		if b.leftover.Chain == chain {
+			return true
+		}
+	}
+	return false
+}
+
+func familiesOf(failing map[kubeproxy.Family]float64, bs []blocker) []kubeproxy.Family {
+	seen := map[kubeproxy.Family]bool{}
+	var out []kubeproxy.Family
+	for f := range failing {
+		seen[f] = true
+	}
+	for _, b := range bs {
+		seen[kubeproxy.Family(b.target.Family)] = true
+	}
+	for f := range seen {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// restoreCause words the failed restores of one family, with the chain that
+// blocks them when the rules show it.
+func restoreCause(fam kubeproxy.Family, failures float64, bs []blocker, mode kubeproxy.Mode) Finding {
+	c := Finding{Severity: SeverityError, Area: "sync", Subject: familyOr(fam)}
+	what := "kube-proxy's iptables-restore fails"
+	if mode == kubeproxy.ModeNFTables {
+		what = "kube-proxy's nftables transactions fail"
+	}
+	if failures > 0 {
+		what += fmt.Sprintf(" (%g failure%s in the %s metrics)", failures, plural(int(failures)), familyOr(fam))
+	} else {
+		what = "kube-proxy's iptables-restore fails while this is so (no metrics to confirm it)"
+	}
+	var mine []blocker
+	for _, b := range bs {
+		if fam == "" || kubeproxy.Family(b.target.Family) == fam {
+			mine = append(mine, b)
+		}
+	}
+	if len(mine) == 0 {
+		c.Message = what + ": nothing kube-proxy changes since the last successful sync reaches the node, so the rules below lag the EndpointSlices"
+		c.Remedy = "read kube-proxy's log on the node for the failing restore (kubectl logs -n kube-system <kube-proxy pod> | grep -i restore)"
+		return c
+	}
+	b := mine[0]
+	owner := b.target.ServicePort
+	if b.target.Endpoint != "" {
+		owner += " sends traffic to " + b.target.Endpoint + ", which is gone"
+	} else if owner != "" {
+		owner = "traffic still reaches the former " + owner
+	}
+	c.Message = fmt.Sprintf("%s because %s (left by kube-proxy ≤ 1.23) still jumps to %s, which kube-proxy deletes on every sync: the kernel refuses to delete a chain that is referenced, so the whole restore fails", what, b.leftover.Chain, b.target.Chain)
+	if owner != "" {
+		c.Message += "; until it is removed " + owner
+	}
+	cmd := "iptables"
+	if fam == kubeproxy.IPv6 {
+		cmd = "ip6tables"
+	}
+	c.Remedy = fmt.Sprintf("on the node: %[1]s -t nat -F %[2]s && %[1]s -t nat -X %[2]s (kube-proxy's next sync then succeeds)", cmd, b.leftover.Chain)
+	return c
+}
+
+func truncated(rs *inspect.Ruleset, source string) bool {
+	for _, d := range rs.Dumps {
+		if d.Source != source {
+			continue
+		}
+		for _, w := range d.Warnings {
+			if strings.Contains(w, "truncated") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hung(c *RuleCounts) bool {
+	for _, s := range c.LastSync {
+		if s.Hung {
+			return true
+		}
+	}
+	return false
+}
+
+// triageVerdict is the report in one line.
+func triageVerdict(rep *TriageReport) string {
+	switch rep.Status {
+	case StatusHealthy:
+		node := ""
+		if rep.Node != "" {
+			node = " on " + rep.Node
+		}
+		return "HEALTHY: kube-proxy's rules" + node + " match the API objects, and everything was checked"
+	case StatusIncomplete:
+		var what []string
+		for _, g := range rep.NotChecked {
+			what = append(what, g.Check)
+		}
+		return fmt.Sprintf("INCOMPLETE: nothing wrong in what was checked; not checked: %s", strings.Join(what, "; "))
+	}
+	first := rep.Findings[0]
+	more := len(rep.Findings) - 1
+	line := fmt.Sprintf("PROBLEMS FOUND: %s", first.Message)
+	if more > 0 {
+		line += fmt.Sprintf(" (and %d more finding%s)", more, plural(more))
+	}
+	return line
+}
+
+type addRaw func(r *raw, format string, args ...any)
 
 // backendFindings flags kube-proxy rules in both iptables backends.
-func backendFindings(rs *inspect.Ruleset, add addFunc) {
+func backendFindings(rs *inspect.Ruleset, add func(sev Severity, area, subject, format string, args ...any)) {
 	byFamily := map[kubeproxy.Family]map[kubeproxy.Backend]bool{}
 	for _, t := range rs.IPTables {
 		if t.Name != kubeproxy.TableNAT || t.Chain(kubeproxy.ChainServices) == nil {
@@ -148,7 +458,8 @@ func backendFindings(rs *inspect.Ruleset, add addFunc) {
 		}
 		byFamily[t.Family][t.Backend] = true
 	}
-	for fam, backends := range byFamily {
+	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
+		backends := byFamily[fam]
 		if backends[kubeproxy.BackendNFT] && backends[kubeproxy.BackendLegacy] {
 			add(SeverityError, "backend", string(fam), "kube-proxy chains exist in both the iptables-nft and the iptables-legacy backend: the kernel runs both rule sets, and the older one sends traffic to endpoints that may be gone. Find which is current (kube-proxy's iptables-wrapper picked one) and remove the other's KUBE- chains")
 		}
@@ -168,39 +479,59 @@ func backendFindings(rs *inspect.Ruleset, add addFunc) {
 	}
 }
 
-func staleFindings(s *StaleReport, add addFunc) {
-	harmful, notDue, leftover, other := 0, 0, 0, 0
-	var harmfulNames []string
+func staleFindings(s *StaleReport, add addRaw) {
+	var harmful, notDue, other []StaleVerdict
 	for _, c := range s.Chains {
 		switch {
-		case c.Referenced:
-			harmful++
-			if len(harmfulNames) < 3 {
-				harmfulNames = append(harmfulNames, c.Chain)
-			}
+		case c.Referenced && !c.Leftover:
+			harmful = append(harmful, c)
 		case c.Leftover:
-			leftover++
-			add(SeverityWarning, "stale", c.Chain, "%s", c.Reason)
+			sev := SeverityInfo // harmless while nothing reaches it
+			if c.Referenced {
+				sev = SeverityError
+			}
+			add(&raw{Finding: Finding{Severity: sev, Area: "stale", Subject: c.Chain}, tag: tagLeftover, family: kubeproxy.Family(c.Family)}, "%s", c.Reason)
 		case c.NotDueYet:
-			notDue++
+			notDue = append(notDue, c)
 		default:
-			other++
+			other = append(other, c)
 		}
 	}
-	if harmful > 0 {
-		add(SeverityError, "stale", strings.Join(harmfulNames, ", "), "%d stale chains are still reached by traffic: connections can go to Services or endpoints that are gone (see `stale`)", harmful)
+	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
+		var names []string
+		n := 0
+		for _, c := range harmful {
+			if kubeproxy.Family(c.Family) == fam {
+				n++
+				if len(names) < 3 {
+					names = append(names, c.Chain)
+				}
+			}
+		}
+		if n > 0 {
+			add(&raw{Finding: Finding{Severity: SeverityError, Area: "stale", Subject: strings.Join(names, ", ")}, tag: tagHarmful, family: fam},
+				"%d stale %s chain%s still reached by traffic: connections can go to Services or endpoints that are gone (see `stale`)", n, fam, pluralVerb(n))
+		}
 	}
-	if notDue > 0 {
-		add(SeverityInfo, "stale", "", "%d stale chains are waiting for kube-proxy's own cleanup and are harmless (see `stale` for when they are due)", notDue)
+	if len(notDue) > 0 {
+		add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "stale"}, tag: tagOther}, "%d stale chains are waiting for kube-proxy's own cleanup and are harmless (see `stale` for when they are due)", len(notDue))
 	}
-	if other > 0 {
-		add(SeverityWarning, "stale", "", "%d stale chains are unreferenced but should already be gone: kube-proxy may not be syncing", other)
+	if len(other) > 0 {
+		add(&raw{Finding: Finding{Severity: SeverityWarning, Area: "stale"}, tag: tagOverdue, family: kubeproxy.Family(other[0].Family)}, "%d stale chains are unreferenced but should already be gone: kube-proxy may not be syncing", len(other))
 	}
 	for _, e := range s.Elements {
 		sev := SeverityWarning
 		if e.Referenced {
 			sev = SeverityError
 		}
-		add(sev, "stale", e.Map+" "+e.Element, "%s", e.Reason)
+		add(&raw{Finding: Finding{Severity: sev, Area: "stale", Subject: e.Map + " " + e.Element}, tag: tagHarmful, family: kubeproxy.Family(e.Family)}, "%s", e.Reason)
 	}
+}
+
+// pluralVerb is "s are" or " is".
+func pluralVerb(n int) string {
+	if n == 1 {
+		return " is"
+	}
+	return "s are"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -13,12 +14,25 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 )
 
-// Exit statuses of triage (and of the plugin in general).
+// Exit statuses of every analysis command (triage, explain, stale, masq,
+// counts).
 const (
-	ExitHealthy     = 0 // ran, found nothing to worry about
+	ExitHealthy     = 0 // ran, found nothing wrong, checked everything
 	ExitCouldNotRun = 1 // bad flags, unreadable input, cluster unreachable
 	ExitProblems    = 2 // ran, found errors or warnings
+	ExitIncomplete  = 3 // ran, found nothing wrong, but could not check everything
 )
+
+// exitCode is a report status's exit status.
+func exitCode(s diagnose.Status) int {
+	switch s {
+	case diagnose.StatusProblems:
+		return ExitProblems
+	case diagnose.StatusIncomplete:
+		return ExitIncomplete
+	}
+	return ExitHealthy
+}
 
 // ExitError asks main to exit with Code after the report was printed.
 type ExitError struct{ Code int }
@@ -79,8 +93,8 @@ func (o *TriageOptions) Run() error {
 		rep = diagnose.Triage(l.Node)
 		return built{rep, func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) }}, nil
 	})
-	if err == nil && rep.Status != "healthy" {
-		return &ExitError{Code: ExitProblems}
+	if err == nil && exitCode(rep.Status) != ExitHealthy {
+		return &ExitError{Code: exitCode(rep.Status)}
 	}
 	return err
 }
@@ -91,12 +105,14 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 	if rep.Node != "" {
 		title += " node/" + rep.Node
 	}
-	status := st.good.Render("HEALTHY")
-	if rep.Status != "healthy" {
-		status = st.bad.Render("PROBLEMS FOUND")
-	}
-	fmt.Fprintf(out, "%s: %s  %s\n", st.header.Render(title), status,
+	fmt.Fprintf(out, "%s: %s  %s\n", st.header.Render(title), statusText(st, rep.Status),
 		st.dim.Render(fmt.Sprintf("(%d errors, %d warnings, %d notes)", rep.Summary[diagnose.SeverityError], rep.Summary[diagnose.SeverityWarning], rep.Summary[diagnose.SeverityInfo])))
+	if id := rep.Identity; id.Given == "" && id.Inferred != "" {
+		fmt.Fprintln(out, wrapIndent("node inferred from the dump: "+id.Evidence, t.Width-2, 2))
+	}
+	if rep.EvidenceTime != nil {
+		fmt.Fprintf(out, "evidence taken %s (%s)\n", rep.EvidenceTime.UTC().Format(time.RFC3339), rep.EvidenceTimeSource)
+	}
 	mode := "proxy mode: " + string(rep.Mode.Detected)
 	if rep.Mode.FromConfig != "" {
 		mode += " (config: " + string(rep.Mode.FromConfig) + ")"
@@ -119,11 +135,8 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 			fmt.Fprintf(out, "rule count %s %s: metric %s, actual %d%s\n", tc.Family, tc.Table, optFloat(tc.Metric), tc.Actual, map[bool]string{true: "", false: " (differs)"}[tc.Agree])
 		}
 	}
-	if len(rep.Findings) == 0 {
-		return nil
-	}
-	fmt.Fprintln(out)
 	for _, f := range rep.Findings {
+		fmt.Fprintln(out)
 		label := severityStyle(st, f.Severity).Render(fmt.Sprintf("%-7s", strings.ToUpper(string(f.Severity))))
 		head := f.Area
 		if f.Subject != "" {
@@ -131,6 +144,50 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		}
 		fmt.Fprintf(out, "%s %s\n", label, st.header.Render(head))
 		fmt.Fprintln(out, "        "+wrapIndent(f.Message, t.Width-8, 8))
+		if f.Remedy != "" {
+			fmt.Fprintln(out, "        "+wrapIndent(st.good.Render("fix: ")+f.Remedy, t.Width-8, 8))
+		}
+		if n := len(f.Symptoms); n > 0 {
+			fmt.Fprintf(out, "        %s\n", st.dim.Render(fmt.Sprintf("%d symptom%s:", n, plural(n))))
+			for _, s := range f.Symptoms {
+				head := s.Area
+				if s.Subject != "" {
+					head += " " + s.Subject
+				}
+				fmt.Fprintln(out, "        - "+wrapIndent(head+": "+s.Message, t.Width-10, 10))
+			}
+		}
 	}
+	if len(rep.NotChecked) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, st.header.Render("not checked:"))
+		for _, g := range rep.NotChecked {
+			line := g.Check + ": " + g.Reason
+			if g.Remedy != "" {
+				line += "; pass " + g.Remedy
+			}
+			fmt.Fprintln(out, "  - "+wrapIndent(line, t.Width-4, 4))
+		}
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, wrapIndent(st.header.Render("verdict: ")+rep.Verdict+fmt.Sprintf(" (exit %d)", exitCode(rep.Status)), t.Width, 2))
 	return nil
+}
+
+// statusText renders a status for people.
+func statusText(st styles, s diagnose.Status) string {
+	switch s {
+	case diagnose.StatusHealthy:
+		return st.good.Render("HEALTHY")
+	case diagnose.StatusIncomplete:
+		return st.warn.Render("INCOMPLETE")
+	}
+	return st.bad.Render("PROBLEMS FOUND")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -54,6 +54,18 @@ func writeFile(path string, data []byte) error {
 // kubectlList renders objects the way `kubectl get services,endpointslices -A -o json`
 // does: a v1 List, items with kind/apiVersion, keys sorted, 4-space indent.
 func kubectlList(o *ObjectSet) ([]byte, error) {
+	var objs []any
+	for _, s := range o.Services {
+		objs = append(objs, s)
+	}
+	for _, s := range o.Slices {
+		objs = append(objs, s)
+	}
+	return listOf(objs)
+}
+
+// listOf renders objects as `kubectl get … -o json` prints them.
+func listOf(objs []any) ([]byte, error) {
 	var items []any
 	add := func(obj any) error {
 		b, err := json.Marshal(obj)
@@ -67,13 +79,8 @@ func kubectlList(o *ObjectSet) ([]byte, error) {
 		items = append(items, m)
 		return nil
 	}
-	for _, s := range o.Services {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	for _, s := range o.Slices {
-		if err := add(s); err != nil {
+	for _, obj := range objs {
+		if err := add(obj); err != nil {
 			return nil, err
 		}
 	}
@@ -112,6 +119,9 @@ type meta struct {
 	LegacyBackend              *LegacyBackend    `json:"legacyBackend,omitempty"`
 	LeftoverChains             []LeftoverChain   `json:"leftoverChains,omitempty"`
 	SyncFailures               []SyncFailure     `json:"syncFailures,omitempty"`
+	// NodeLabels are the labels kube-proxy was told the node has
+	// (OnTopologyChange), when the scenario uses topology.
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
 }
 
 // ChainRef names one chain the way expected.json does.
@@ -192,6 +202,16 @@ func writeObjects(sc *Scenario, out string) error {
 	if err := writeFile(filepath.Join(out, "objects.json"), b); err != nil {
 		return err
 	}
+	if sc.NodeLabels != nil {
+		// kubectl get nodes -o json: what tells a node's zone offline
+		b, err := listOf(nodeObjects(sc))
+		if err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(out, "nodes.json"), b); err != nil {
+			return err
+		}
+	}
 	large := map[string]bool{}
 	any := false
 	// large-cluster mode is decided at each sync; the first sync decides which
@@ -223,6 +243,7 @@ func writeObjects(sc *Scenario, out string) error {
 		Syncs:                    syncs,
 		ForeignMarkRules:         sc.ForeignMarkRules,
 		LeftoverChains:           sc.LeftoverChains,
+		NodeLabels:               sc.NodeLabels,
 	}
 	if sc.LegacyBackend != "" {
 		m.LegacyBackendHasKubeChains = true
@@ -271,6 +292,14 @@ func newRecorder() events.EventRecorder {
 // feed replays the informer start-up sequence: all Services and
 // EndpointSlices, then the "synced" notifications (which make kube-proxy run
 // its first, full, sync).
+// tellTopology gives the proxiers the node's labels before the first sync,
+// as kube-proxy's node informer does (OnTopologyChange).
+func tellTopology(p proxier, sc *Scenario) {
+	if sc.NodeLabels != nil {
+		p.OnTopologyChange(sc.NodeLabels)
+	}
+}
+
 func feed(p proxier, o *ObjectSet) {
 	p.OnServiceCIDRsChanged([]string{svcCIDRv4, svcCIDRv6})
 	for _, s := range o.Services {
@@ -493,6 +522,7 @@ func runIPTables(ctx context.Context, sc *Scenario, out string) error {
 	}
 	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
 	markLoopStarted()
+	tellTopology(mp, sc)
 	var failures []SyncFailure
 	sync := 0
 	// run one sync (fn) and note which families failed it
@@ -622,6 +652,7 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 	}
 	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
 	markLoopStarted()
+	tellTopology(mp, sc)
 	feed(mp, first)
 	if sc.Churn != nil {
 		applyChurn(mp, first, final)

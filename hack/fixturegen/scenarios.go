@@ -78,6 +78,10 @@ type Scenario struct {
 	// VerifyFailures: hack/gen-fixtures.sh applies kube-proxy's failed
 	// restore input with the real tools and keeps their answer.
 	VerifyFailures bool
+	// NodeLabels, if set, are given to the proxiers before the first sync
+	// (OnTopologyChange, as kube-proxy's node informer does), and written
+	// with the other nodes' as nodes.json.
+	NodeLabels map[string]string
 }
 
 // flags are the extra steps hack/gen-fixtures.sh runs for a scenario,
@@ -145,6 +149,9 @@ type ep struct {
 	ready       bool
 	serving     bool
 	terminating bool
+	// zoneHints / nodeHints: hints.forZones / hints.forNodes, as the
+	// EndpointSlice controller writes them for trafficDistribution.
+	zoneHints, nodeHints []string
 }
 
 // readyEP is a normal running endpoint.
@@ -191,6 +198,9 @@ type svcSpec struct {
 	// (default/kubernetes): no selector, no owner, only the service-name label,
 	// only the ready condition.
 	apiserver bool
+	// trafficDistribution: spec.trafficDistribution (PreferSameZone,
+	// PreferClose, PreferSameNode); the hints are the endpoints' own.
+	trafficDistribution string
 }
 
 // shortHash gives deterministic pseudo-random suffixes for generated names.
@@ -297,6 +307,9 @@ func (s svcSpec) build() (*v1.Service, []*discovery.EndpointSlice) {
 		})
 	}
 	svc.Spec.ExternalIPs = s.externalIPs
+	if s.trafficDistribution != "" {
+		svc.Spec.TrafficDistribution = ptrTo(s.trafficDistribution)
+	}
 	if s.typ == v1.ServiceTypeNodePort || s.typ == v1.ServiceTypeLoadBalancer {
 		etp := v1.ServiceExternalTrafficPolicyCluster
 		if s.etpLocal {
@@ -387,6 +400,15 @@ func (s svcSpec) build() (*v1.Service, []*discovery.EndpointSlice) {
 			if e.node != "" {
 				d.NodeName = ptrTo(e.node)
 				d.Zone = ptrTo("zone-" + strings.TrimPrefix(e.node, "node-"))
+			}
+			if len(e.zoneHints) > 0 || len(e.nodeHints) > 0 {
+				d.Hints = &discovery.EndpointHints{}
+				for _, z := range e.zoneHints {
+					d.Hints.ForZones = append(d.Hints.ForZones, discovery.ForZone{Name: z})
+				}
+				for _, n := range e.nodeHints {
+					d.Hints.ForNodes = append(d.Hints.ForNodes, discovery.ForNode{Name: n})
+				}
 			}
 			if e.pod != "" {
 				d.TargetRef = &v1.ObjectReference{
@@ -782,6 +804,15 @@ var scenarios = []*Scenario{
 		Modes:         []string{"iptables", "nftables"},
 		Version:       "v1.37",
 		Objects:       masqObjects,
+	},
+	{
+		Name:          "topology-v1.37",
+		Description:   "trafficDistribution (PreferSameZone, PreferClose, PreferSameNode) and the hints the EndpointSlice controller writes, with kube-proxy told node-a's labels (zone-a) before the first sync: node-a programs only the endpoints its topology selects, except where kube-proxy ignores the hints (a ready endpoint without a hint, no hint for zone-a or node-a) or a Local policy applies; nodes.json holds the Nodes",
+		MasqueradeBit: 14,
+		Modes:         []string{"iptables", "nftables"},
+		Version:       "v1.37",
+		Objects:       topologyObjects,
+		NodeLabels:    map[string]string{"kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "zone-a", "topology.kubernetes.io/region": "region-1"},
 	},
 	{
 		Name:          "small-v1.34",

@@ -5,8 +5,10 @@ package metrics
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -158,4 +160,86 @@ func FamilyLabel(v string) kubeproxy.Family {
 		return kubeproxy.IPv6
 	}
 	return ""
+}
+
+// More of kube-proxy's metric names, for sync health.
+const (
+	PartialSyncDuration       = "kubeproxy_sync_partial_proxy_rules_duration_seconds"
+	NetworkProgramming        = "kubeproxy_network_programming_duration_seconds"
+	EndpointChangesPending    = "kubeproxy_sync_proxy_rules_endpoint_changes_pending"
+	ServiceChangesPending     = "kubeproxy_sync_proxy_rules_service_changes_pending"
+	EndpointChangesTotal      = "kubeproxy_sync_proxy_rules_endpoint_changes_total"
+	ServiceChangesTotal       = "kubeproxy_sync_proxy_rules_service_changes_total"
+	NoLocalEndpointsTotal     = "kubeproxy_sync_proxy_rules_no_local_endpoints_total"
+	HealthzTotal              = "kubeproxy_proxy_healthz_total"
+	SyncDurationTopBucketSecs = 16.384 // 1 ms × 2^14: longer syncs all land in +Inf
+)
+
+// Newest is the latest of the sync timestamps the metrics carry
+// (…_last_timestamp_seconds, …_last_queued_timestamp_seconds): a lower
+// bound of when they were scraped. ok is false when they carry none.
+func (m *Metrics) Newest() (t time.Time, ok bool) {
+	var newest float64
+	for _, name := range []string{LastSync, LastQueued} {
+		for _, s := range m.Samples(name) {
+			if s.Value > newest {
+				newest, ok = s.Value, true
+			}
+		}
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	sec, frac := math.Modf(newest)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
+}
+
+// Histogram is one histogram's count and sum, and how many observations
+// fell above its largest finite bucket.
+type Histogram struct {
+	Labels map[string]string
+	Count  uint64
+	Sum    float64
+	// Top is the largest finite bucket bound; AboveTop the observations
+	// beyond it (in +Inf only).
+	Top      float64
+	AboveTop uint64
+}
+
+// Mean is Sum/Count, 0 without observations.
+func (h Histogram) Mean() float64 {
+	if h.Count == 0 {
+		return 0
+	}
+	return h.Sum / float64(h.Count)
+}
+
+// Histograms returns the samples of a histogram metric.
+func (m *Metrics) Histograms(name string) []Histogram {
+	f := m.Families[name]
+	if f == nil {
+		return nil
+	}
+	var out []Histogram
+	for _, mt := range f.Metric {
+		hg := mt.GetHistogram()
+		if hg == nil {
+			continue
+		}
+		h := Histogram{Labels: map[string]string{}, Count: hg.GetSampleCount(), Sum: hg.GetSampleSum()}
+		for _, l := range mt.Label {
+			h.Labels[l.GetName()] = l.GetValue()
+		}
+		var below uint64
+		for _, b := range hg.Bucket {
+			if !math.IsInf(b.GetUpperBound(), 1) && b.GetUpperBound() >= h.Top {
+				h.Top, below = b.GetUpperBound(), b.GetCumulativeCount()
+			}
+		}
+		if h.Count > below {
+			h.AboveTop = h.Count - below
+		}
+		out = append(out, h)
+	}
+	return out
 }

@@ -1,0 +1,266 @@
+package correlate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// Topology modes, as kube-proxy derives them from the EndpointSlice hints
+// (pkg/proxy/topology.go topologyModeFromHints).
+const (
+	TopologyNone     = ""
+	TopologySameZone = "PreferSameZone"
+	TopologySameNode = "PreferSameNode"
+	// TopologyUnknown: the hints call for a topology mode this input cannot
+	// settle (the node, or the node's zone, is not known).
+	TopologyUnknown = "unknown"
+)
+
+// NodeView is what the join knows of the node the rules come from.
+type NodeView struct {
+	// Name is the node's name; "" when not known.
+	Name string
+	// Labeled: the Node object was given, so Zone is its
+	// topology.kubernetes.io/zone label ("" when it has none).
+	Labeled bool
+	Zone    string
+}
+
+// expectation is what kube-proxy should program for a service port on a
+// node, from the endpoints' conditions, their topology hints and the
+// traffic policies, as pkg/proxy/topology.go CategorizeEndpoints computes
+// it (v1.37).
+type expectation struct {
+	cluster, local map[string]bool
+	// localKnown is false when no node was given.
+	localKnown bool
+	node       string
+	byEndpoint map[string]Endpoint
+	// topology is the mode the hints select for cluster traffic.
+	topology string
+	// clusterWhy / localWhy say, per endpoint, why it is or is not used.
+	clusterWhy, localWhy map[string]string
+}
+
+func expect(sp *ServicePort, fam kubeproxy.Family, nv NodeView) expectation {
+	e := expectation{cluster: map[string]bool{}, local: map[string]bool{}, localKnown: nv.Name != "", node: nv.Name,
+		byEndpoint: map[string]Endpoint{}, clusterWhy: map[string]string{}, localWhy: map[string]string{}}
+	var eps []Endpoint
+	for _, ep := range sp.Endpoints {
+		if ep.IPv6 != (fam == kubeproxy.IPv6) {
+			continue
+		}
+		eps = append(eps, ep)
+		e.byEndpoint[ep.String()] = ep
+	}
+	e.topology = topologyMode(eps, nv)
+
+	// Cluster policy: ready endpoints available for the topology, else
+	// serving terminating ones (topology no longer matters then).
+	anyReady := false
+	for _, ep := range eps {
+		s := ep.String()
+		switch {
+		case !ep.Ready:
+			e.clusterWhy[s] = notReadyWhy(ep)
+		case e.topology == TopologyUnknown:
+			e.clusterWhy[s] = "topology hints: " + hintsText(ep) + "; which endpoints this node uses depends on " + unknownWhat(nv)
+		case !availableForTopology(ep, e.topology, nv):
+			e.clusterWhy[s] = "hinted for " + hintsText(ep) + ", not for " + topologyTarget(e.topology, nv) + " (" + e.topology + ")"
+		default:
+			anyReady = true
+			e.cluster[s] = true
+			e.clusterWhy[s] = "ready"
+			if e.topology != TopologyNone {
+				e.clusterWhy[s] = "ready, hinted for " + topologyTarget(e.topology, nv) + " (" + e.topology + ")"
+			}
+		}
+	}
+	if !anyReady && e.topology != TopologyUnknown {
+		for _, ep := range eps {
+			if ep.Serving && ep.Terminating {
+				e.cluster[ep.String()] = true
+				e.clusterWhy[ep.String()] = "terminating but serving: no endpoint is ready, so kube-proxy uses the serving terminating ones"
+			}
+		}
+	}
+
+	// Local policy: this node's ready endpoints, else its serving
+	// terminating ones; hints do not apply.
+	var localReady, localServing []string
+	for _, ep := range eps {
+		s := ep.String()
+		local := nv.Name != "" && ep.NodeName == nv.Name
+		switch {
+		case nv.Name == "":
+			e.localWhy[s] = "the node is not known (pass --node)"
+		case !local:
+			where := "no node"
+			if ep.NodeName != "" {
+				where = ep.NodeName
+			}
+			e.localWhy[s] = "on " + where + ": the Local policy uses only this node's endpoints"
+		case ep.Ready:
+			localReady = append(localReady, s)
+			e.localWhy[s] = "ready, on this node"
+		case ep.Serving && ep.Terminating:
+			localServing = append(localServing, s)
+			e.localWhy[s] = "terminating but serving, on this node: used only while no endpoint here is ready"
+		default:
+			e.localWhy[s] = notReadyWhy(ep) + ", on this node"
+		}
+	}
+	use := localReady
+	if len(use) == 0 {
+		use = localServing
+	} else {
+		for _, s := range localServing {
+			e.localWhy[s] = "terminating, on this node: not used while an endpoint here is ready"
+		}
+	}
+	for _, s := range use {
+		e.local[s] = true
+	}
+	return e
+}
+
+// topologyMode is pkg/proxy/topology.go topologyModeFromHints, with
+// TopologyUnknown where the input lacks the node or its zone.
+func topologyMode(eps []Endpoint, nv NodeView) string {
+	ready, allNode, forNode, allZone, forZone := false, true, false, true, false
+	for _, ep := range eps {
+		if !ep.Ready {
+			continue
+		}
+		ready = true
+		if len(ep.NodeHints) == 0 {
+			allNode = false
+		} else if nv.Name != "" && slices.Contains(ep.NodeHints, nv.Name) {
+			forNode = true
+		}
+		if len(ep.ZoneHints) == 0 {
+			allZone = false
+		} else if nv.Labeled && slices.Contains(ep.ZoneHints, nv.Zone) {
+			forZone = true
+		}
+	}
+	if !ready {
+		return TopologyNone
+	}
+	if allNode {
+		switch {
+		case nv.Name == "":
+			return TopologyUnknown
+		case forNode:
+			return TopologySameNode
+		}
+	}
+	if allZone {
+		switch {
+		case !nv.Labeled:
+			return TopologyUnknown
+		case forZone:
+			return TopologySameZone
+		}
+	}
+	return TopologyNone
+}
+
+func availableForTopology(ep Endpoint, mode string, nv NodeView) bool {
+	switch mode {
+	case TopologyNone:
+		return true
+	case TopologySameNode:
+		return slices.Contains(ep.NodeHints, nv.Name)
+	case TopologySameZone:
+		return slices.Contains(ep.ZoneHints, nv.Zone)
+	}
+	return false
+}
+
+func topologyTarget(mode string, nv NodeView) string {
+	if mode == TopologySameNode {
+		return "this node (" + nv.Name + ")"
+	}
+	zone := nv.Zone
+	if zone == "" {
+		zone = `""`
+	}
+	return "this node's zone (" + zone + ")"
+}
+
+func hintsText(ep Endpoint) string {
+	var parts []string
+	if len(ep.NodeHints) > 0 {
+		parts = append(parts, "node "+strings.Join(ep.NodeHints, ","))
+	}
+	if len(ep.ZoneHints) > 0 {
+		parts = append(parts, "zone "+strings.Join(ep.ZoneHints, ","))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func unknownWhat(nv NodeView) string {
+	if nv.Name == "" {
+		return "the node (pass --node)"
+	}
+	return fmt.Sprintf("node %s's zone (pass its Node object: kubectl get node %s -o json, with --from-objects)", nv.Name, nv.Name)
+}
+
+func notReadyWhy(ep Endpoint) string {
+	switch {
+	case ep.Terminating && ep.Serving:
+		return "terminating: not used while a ready endpoint exists"
+	case ep.Terminating:
+		return "terminating and not serving"
+	}
+	return "not ready"
+}
+
+func (e expectation) internal(sp *ServicePort) map[string]bool {
+	if sp.InternalLocal {
+		return e.local
+	}
+	return e.cluster
+}
+
+func (e expectation) external(sp *ServicePort) map[string]bool {
+	if sp.ExternalLocal {
+		return e.local
+	}
+	return e.cluster
+}
+
+// why says why kube-proxy uses an endpoint for a service port's traffic
+// here, or not: for internal traffic, and for external traffic when its
+// policy differs.
+func (e expectation) why(sp *ServicePort, ep string) string {
+	pick := func(local bool) string {
+		if local {
+			return e.localWhy[ep]
+		}
+		return e.clusterWhy[ep]
+	}
+	w := pick(sp.InternalLocal)
+	if hasExternal(sp) && sp.ExternalLocal != sp.InternalLocal {
+		if x := pick(sp.ExternalLocal); x != w {
+			w = "internal: " + w + "; external: " + x
+		}
+	}
+	return w
+}
+
+// unknown reports whether whether kube-proxy uses ep cannot be told:
+// cluster traffic whose topology mode the input cannot settle.
+func (e expectation) unknown(sp *ServicePort) bool {
+	if e.topology != TopologyUnknown {
+		return false
+	}
+	return !sp.InternalLocal || hasExternal(sp) && !sp.ExternalLocal
+}
