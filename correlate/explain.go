@@ -61,6 +61,9 @@ type PortPath struct {
 	// Misnamed are hops whose chain name belongs to another endpoint or
 	// service port than the one it DNATs to.
 	Misnamed []MisnamedHop `json:"-"`
+	// Firewall is the load balancer's source-range filter, for services
+	// with loadBalancerSourceRanges.
+	Firewall *Firewall `json:"firewall,omitempty"`
 	// Topology is the mode the EndpointSlice hints select for cluster
 	// traffic on this node: PreferSameZone, PreferSameNode, unknown (the
 	// node or its zone not known), or "" (none).
@@ -484,6 +487,9 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 		}
 	}
 	pp.Routes = routes
+	if hasEndpoints(exp) {
+		pp.Firewall = iptFirewall(nat, sp, kubeproxy.Family(pp.Family), node, fw)
+	}
 
 	// Addresses no entry catches.
 	missingEntries(&pp, sp, entryTarget)
@@ -646,7 +652,12 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
 		}
 	}
 	for _, r := range pp.Routes {
-		local := r.Traffic == "internal" && sp.InternalLocal || r.Traffic == "external" && sp.ExternalLocal
+		// A route ends in a Local-policy chain (KUBE-SVL-, local-) only
+		// where kube-proxy found local endpoints for it.
+		local := false
+		if n := len(r.Chains); n > 0 {
+			local = kubeproxy.HasAnyPrefix(r.Chains[n-1], kubeproxy.PrefixLocal, kubeproxy.NFTPrefixLocal)
+		}
 		for _, h := range r.Hops {
 			if h.Endpoint == "" {
 				continue
@@ -754,6 +765,7 @@ func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam kubeproxy.Family,
 			internalChain = local
 		}
 	}
+	pp.Firewall = nftFirewall(t, sp, fam, node, fw)
 	if t.Chain(internalChain) != nil {
 		pp.Routes = append(pp.Routes, nftRoute(t, "internal", []string{"services", internalChain}))
 	}

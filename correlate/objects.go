@@ -338,6 +338,11 @@ func (o *Objects) NodeView(name string) NodeView {
 	nv := NodeView{Name: name}
 	if n := o.Node(name); n != nil {
 		nv.Labeled, nv.Zone = true, n.Labels[corev1.LabelTopologyZone]
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				nv.IPs = append(nv.IPs, a.Address)
+			}
+		}
 	}
 	return nv
 }

@@ -27,6 +27,20 @@ type NodeView struct {
 	// topology.kubernetes.io/zone label ("" when it has none).
 	Labeled bool
 	Zone    string
+	// IPs are the Node object's InternalIP addresses.
+	IPs []string
+}
+
+// hasEndpoints: some endpoint is usable anywhere (kube-proxy's
+// hasAnyEndpoints), which decides whether iptables mode writes the
+// service's firewall chain.
+func hasEndpoints(e expectation) bool {
+	for _, ep := range e.byEndpoint {
+		if ep.Ready || ep.Serving && ep.Terminating {
+			return true
+		}
+	}
+	return false
 }
 
 // expectation is what kube-proxy should program for a service port on a

@@ -148,6 +148,9 @@ type CountOptions struct {
 	// LocalhostNodePorts, when set, overrides what the nat table says
 	// about localhostNodePorts (kpconfig.Config.LocalhostNodePortsEffective).
 	LocalhostNodePorts *bool
+	// Earlier is an earlier scrape of the same kube-proxy's metrics, to
+	// tell the recent sync durations from the lifetime means.
+	Earlier *metrics.Metrics
 }
 
 // CountsReport compares kube-proxy's own rule counts (its metrics) with the
@@ -169,7 +172,11 @@ type CountsReport struct {
 	LastSync []SyncState `json:"lastSync"`
 	// Failures lists the failure counters above zero.
 	Failures []FailureCount `json:"failures"`
-	Notes    []string       `json:"notes"`
+	// PendingEndpointChanges / PendingServiceChanges: changes kube-proxy
+	// has seen and not synced yet (both families together).
+	PendingEndpointChanges *float64 `json:"pendingEndpointChanges,omitempty"`
+	PendingServiceChanges  *float64 `json:"pendingServiceChanges,omitempty"`
+	Notes                  []string `json:"notes"`
 }
 
 // TableCount compares one table.
@@ -193,10 +200,23 @@ type TableCount struct {
 	Actual      int  `json:"actual"`
 	StaleRules  int  `json:"staleRules"`
 	StaleChains int  `json:"staleChains"`
+	// Present is every rule of the table in the dump (what
+	// `iptables-save | grep -c '^-A'` counts for it): Actual + StaleRules +
+	// BuiltinJumps + Others.
+	Present int `json:"present"`
+	// BuiltinJumps are the jumps from the built-in chains to kube-proxy's
+	// (which it creates with EnsureRule and does not count); Others are the
+	// rest: the kubelet's, other components', canaries have none.
+	BuiltinJumps int `json:"builtinJumps"`
+	Others       int `json:"others"`
 	// Difference is Actual − Metric (positive: more rules in the kernel
 	// than kube-proxy counted); null when there is nothing to compare.
 	Difference *int `json:"difference"`
-	Agree      bool `json:"agree"`
+	// Compared: the dump's table and the metric were both there; when not,
+	// NotCompared says why and Agree means nothing.
+	Compared    bool   `json:"compared"`
+	NotCompared string `json:"notCompared,omitempty"`
+	Agree       bool   `json:"agree"`
 	// Reason explains a difference, or what it took to agree.
 	Reason string `json:"reason,omitempty"`
 	// UnreferencedChains are per-service nat chains no kube-proxy chain
@@ -259,6 +279,27 @@ type SyncState struct {
 	// longer than kube-proxy's hourly maximum interval.
 	Hung   bool   `json:"hung"`
 	Reason string `json:"reason,omitempty"`
+	// Slow: a sync is queued past 2 × syncPeriod, but kube-proxy's syncs
+	// take about that long: most likely one is still running.
+	Slow bool `json:"slow,omitempty"`
+
+	// From the duration histograms (sum/count: kube-proxy's buckets end at
+	// about 16 s, so longer syncs only show in the mean and in LongSyncs).
+	Syncs                  uint64  `json:"syncs"`
+	MeanSyncSeconds        float64 `json:"meanSyncSeconds"`
+	FullSyncs              uint64  `json:"fullSyncs"`
+	MeanFullSyncSeconds    float64 `json:"meanFullSyncSeconds,omitempty"`
+	PartialSyncs           uint64  `json:"partialSyncs"`
+	MeanPartialSyncSeconds float64 `json:"meanPartialSyncSeconds,omitempty"`
+	LongSyncs              uint64  `json:"longSyncs,omitempty"`
+	// Between two scrapes of the metrics, when two were given.
+	RecentSyncs           *uint64  `json:"recentSyncs,omitempty"`
+	RecentMeanSyncSeconds *float64 `json:"recentMeanSyncSeconds,omitempty"`
+	// Network programming latency: from an EndpointSlice change to the
+	// rules (its buckets end at 5 min).
+	Programmed             uint64  `json:"programmed,omitempty"`
+	MeanProgrammingSeconds float64 `json:"meanProgrammingSeconds,omitempty"`
+	LongProgramming        uint64  `json:"longProgramming,omitempty"`
 }
 
 // FailureCount is a failure counter above zero.
@@ -377,6 +418,15 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 
 	rep.LargeClusterMode = largeClusterEvidence(rs)
 	rep.LastSync = syncStates(m, now, opts.SyncPeriod)
+	if m != nil {
+		if v, ok := m.Value(metrics.EndpointChangesPending, nil); ok {
+			rep.PendingEndpointChanges = &v
+		}
+		if v, ok := m.Value(metrics.ServiceChangesPending, nil); ok {
+			rep.PendingServiceChanges = &v
+		}
+	}
+	syncDurations(rep.LastSync, m, opts.Earlier, opts.SyncPeriod)
 	return rep
 }
 
@@ -455,6 +505,9 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 			row.LocalhostNodePorts = &v
 		}
 		row.Actual, row.StaleRules = KubeProxyRuleCount(t, stale, on)
+		row.Present = t.RuleCount()
+		row.BuiltinJumps = builtinJumps(t)
+		row.Others = row.Present - row.Actual - row.StaleRules - row.BuiltinJumps
 		if len(stale) > 0 {
 			for _, c := range t.Chains {
 				if c != nil && !c.Deleted && countedChain(t.Name, t.Family, c.Name, on) && stale.Has(t.Family, t.Name, c.Name) {
@@ -497,6 +550,7 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 				row.MetricLast = &last
 			}
 			row.Reason = fmt.Sprintf("table not in dump: the metrics count %g rules in %s %s, but the dump has no such table with kube-proxy chains (dump the %s table with %s)", total, familyOr(rc.Family), rc.Table, rc.Table, saveCommand(rc.Family))
+			row.NotCompared = "the dump has no " + familyOr(rc.Family) + " " + rc.Table + " table"
 			rows = append(rows, row)
 			continue
 		}
@@ -515,6 +569,13 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 			continue
 		}
 		explainRow(row, rows, failures, m, mode, rs)
+		row.Compared = row.Metric != nil
+		if !row.Compared {
+			row.NotCompared = "no rule-count metric for this table"
+			if m == nil {
+				row.NotCompared = "no metrics given"
+			}
+		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
@@ -641,6 +702,23 @@ func explainRow(row *TableCount, rows []TableCount, failures []FailureCount, m *
 		why = append(why, fmt.Sprintf("the last sync was partial: it wrote %g of the %g rules", *row.MetricLast, *row.Metric))
 	}
 	row.Reason = strings.Join(why, "; ")
+}
+
+// builtinJumps counts the rules of the built-in chains that jump to one of
+// kube-proxy's fixed chains.
+func builtinJumps(t *inspect.IPTable) int {
+	n := 0
+	for _, c := range t.Chains {
+		if c == nil || !kubeproxy.BuiltinChains[c.Name] {
+			continue
+		}
+		for _, r := range c.Rules {
+			if f := kubeproxy.Fixed(r.Target); f != nil && f.Owner == "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // unreferencedServiceChains counts the per-service chains (and their
@@ -964,4 +1042,59 @@ func unixFloat(v float64) time.Time {
 
 func secs(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}
+
+// syncDurations adds the duration histograms to each family's sync state,
+// and turns a "hung" that slow syncs explain into "slow".
+func syncDurations(states []SyncState, m, earlier *metrics.Metrics, syncPeriod time.Duration) {
+	if m == nil {
+		return
+	}
+	byFamily := func(hs []metrics.Histogram, fam kubeproxy.Family) (metrics.Histogram, bool) {
+		for _, h := range hs {
+			if metrics.FamilyLabel(h.Labels["ip_family"]) == fam {
+				return h, true
+			}
+		}
+		return metrics.Histogram{}, false
+	}
+	all, full, partial, prog := m.Histograms(metrics.SyncDuration), m.Histograms(metrics.FullSyncDuration), m.Histograms(metrics.PartialSyncDuration), m.Histograms(metrics.NetworkProgramming)
+	var before []metrics.Histogram
+	if earlier != nil {
+		before = earlier.Histograms(metrics.SyncDuration)
+	}
+	for i := range states {
+		st := &states[i]
+		if h, ok := byFamily(all, st.Family); ok {
+			st.Syncs, st.MeanSyncSeconds, st.LongSyncs = h.Count, h.Mean(), h.AboveTop
+			if b, ok := byFamily(before, st.Family); ok && h.Count >= b.Count {
+				n := h.Count - b.Count
+				st.RecentSyncs = &n
+				if n > 0 {
+					mean := (h.Sum - b.Sum) / float64(n)
+					st.RecentMeanSyncSeconds = &mean
+				}
+			}
+		}
+		if h, ok := byFamily(full, st.Family); ok {
+			st.FullSyncs, st.MeanFullSyncSeconds = h.Count, h.Mean()
+		}
+		if h, ok := byFamily(partial, st.Family); ok {
+			st.PartialSyncs, st.MeanPartialSyncSeconds = h.Count, h.Mean()
+		}
+		if h, ok := byFamily(prog, st.Family); ok {
+			st.Programmed, st.MeanProgrammingSeconds, st.LongProgramming = h.Count, h.Mean(), h.AboveTop
+		}
+		// Queued longer than 2 × syncPeriod, while syncs take about as long:
+		// one is most likely still running.
+		mean := st.MeanSyncSeconds
+		if st.RecentMeanSyncSeconds != nil {
+			mean = *st.RecentMeanSyncSeconds
+		}
+		if st.Hung && st.Pending && st.LastSync != nil && st.LastQueuedAgeSeconds != nil && mean > 0 &&
+			*st.LastQueuedAgeSeconds < 2*mean+(2*syncPeriod).Seconds() {
+			st.Hung, st.Slow = false, true
+			st.Reason = fmt.Sprintf("a sync was queued %s ago and has not finished, but kube-proxy's syncs take %s on average (%d longer than the histograms' 16 s): most likely one is still running, and changes reach the rules that late", secs(*st.LastQueuedAgeSeconds), secs(mean), st.LongSyncs)
+		}
+	}
 }

@@ -171,7 +171,7 @@ func familyRemedy(mode kubeproxy.Mode, fam kubeproxy.Family) string {
 func servicesOfFamily(objs *correlate.Objects, fam kubeproxy.Family) []string {
 	return servicesWhere(objs, func(sp *correlate.ServicePort) bool {
 		for _, ip := range sp.ClusterIPs {
-			if strings.Contains(ip, ":") == (fam == kubeproxy.IPv6) {
+			if kubeproxy.FamilyOfIP(ip) == fam {
 				return true
 			}
 		}

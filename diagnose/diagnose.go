@@ -22,9 +22,11 @@ const APIVersion = "proxyrules.kubectl.io/v1alpha1"
 // Node is what one node's diagnosis reads.
 type Node struct {
 	// Name is the node the rules come from; Local traffic policies need it.
-	Name    string
-	Ruleset *inspect.Ruleset
-	Metrics []*metrics.Metrics
+	// NameEvidence says how the dump showed it, when it was inferred.
+	Name         string
+	NameEvidence string
+	Ruleset      *inspect.Ruleset
+	Metrics      []*metrics.Metrics
 	// Objects are the Services and EndpointSlices; nil when not given.
 	Objects *correlate.Objects
 	Config  *kpconfig.Config

@@ -17,6 +17,9 @@ type ServiceExplanation struct {
 	Kind       string `json:"kind,omitempty"`
 	*correlate.Explanation
 	Ports []PortReport `json:"ports"`
+	// Status: healthy, problems, or incomplete (NotChecked says what).
+	Status     Status `json:"status"`
+	NotChecked []Gap  `json:"notChecked"`
 }
 
 // PortReport is one port's path and what is wrong with it.
@@ -33,7 +36,57 @@ func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation,
 	}
 	rep := judgeExplanation(ex)
 	rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
+	rep.NotChecked = explainGaps(n, ex)
+	problems := false
+	for _, pp := range rep.Ports {
+		for _, p := range pp.Problems {
+			problems = problems || p.Severity != SeverityInfo
+		}
+	}
+	rep.Status = verdict(problems, rep.NotChecked)
 	return rep, nil
+}
+
+// explainGaps says what explaining this Service could not check: a family
+// of its cluster IPs the dump has no table for, iptables' filter table,
+// its topology or its local endpoints.
+func explainGaps(n *Node, ex *correlate.Explanation) []Gap {
+	out := []Gap{}
+	if len(ex.ClusterIPs) == 0 {
+		return out // headless, ExternalName: nothing to check
+	}
+	mode := DetectMode(n.Ruleset).Detected
+	svc := ex.Namespace + "/" + ex.Name
+	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
+		has := false
+		for _, ip := range ex.ClusterIPs {
+			has = has || kubeproxy.FamilyOfIP(ip) == fam
+		}
+		if !has {
+			continue
+		}
+		if !hasRulesOf(n, mode, fam) {
+			out = append(out, Gap{fmt.Sprintf("%s's %s rules", svc, fam), fmt.Sprintf("the dump holds no %s %s table", fam, tableWord(mode)), familyRemedy(mode, fam)})
+		} else if mode.Has(kubeproxy.ModeIPTables) && n.Ruleset.IPTable(fam, kubeproxy.TableFilter) == nil {
+			out = append(out, Gap{fmt.Sprintf("%s's %s \"no endpoints\" rejects and load-balancer firewall drops", svc, fam), fmt.Sprintf("the dump holds no %s filter table", fam), "the whole " + saveCommand(fam) + " (not -t nat)"})
+		}
+	}
+	topology, local := false, false
+	for _, pp := range ex.Ports {
+		topology = topology || pp.Topology == correlate.TopologyUnknown
+		local = local || pp.LocalPolicy && !pp.NodeKnown
+	}
+	if topology {
+		g := Gap{"which of " + svc + "'s endpoints this node uses (topology hints)", "the node's Node object (its zone) was not given", "--from-objects with kubectl get nodes -o json (or --node on the cluster)"}
+		if n.Name == "" {
+			g.Reason, g.Remedy = "the node is not known", "--node NAME"
+		}
+		out = append(out, g)
+	}
+	if local {
+		out = append(out, Gap{svc + "'s local endpoints (Local traffic policy)", "the node is not known", "--node NAME"})
+	}
+	return out
 }
 
 func judgeExplanation(ex *correlate.Explanation) *ServiceExplanation {
@@ -67,6 +120,19 @@ func judgePort(pp *correlate.PortPath) []Problem {
 	}
 	for _, c := range pp.EmptyChains {
 		problem(SeverityWarning, ProblemEmptyChain, nil, "chain %s exists but is empty", c)
+	}
+	if fw := pp.Firewall; fw != nil {
+		switch {
+		case fw.Chain == "":
+			problem(SeverityError, ProblemSourceRanges, nil, "loadBalancerSourceRanges (%s) are not programmed: no %s filter chain, so the load balancer's traffic reaches the service from anywhere", strings.Join(fw.Expected, ", "), pp.Family)
+		default:
+			if len(fw.Missing) > 0 {
+				problem(SeverityError, ProblemSourceRanges, nil, "%s does not let %s through although loadBalancerSourceRanges allow %s: that traffic is dropped", fw.Chain, strings.Join(fw.Missing, ", "), them(fw.Missing))
+			}
+			if len(fw.Extra) > 0 {
+				problem(SeverityError, ProblemSourceRanges, nil, "%s lets %s through although loadBalancerSourceRanges do not allow %s: traffic that should be dropped reaches the service", fw.Chain, strings.Join(fw.Extra, ", "), them(fw.Extra))
+			}
+		}
 	}
 	judgeEndpoints(pp, problem)
 	for _, h := range pp.Misnamed {
@@ -126,7 +192,7 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 		problem(SeverityWarning, ProblemTerminating, terminating, "%s terminating but still %s new connections", listEndpoints(terminating), gets(terminating))
 	}
 	if len(unexpected) > 0 {
-		problem(SeverityWarning, ProblemUnexpected, unexpected, "%s %s connections although kube-proxy would not program %s (not ready, or not local under a Local policy)", listEndpoints(unexpected), gets(unexpected), them(unexpected))
+		problem(SeverityWarning, ProblemUnexpected, unexpected, "%s %s connections although kube-proxy would not program %s (not ready, not local under a Local policy, or hinted for another zone or node)", nameEndpoints(unexpected), gets(unexpected), them(unexpected))
 	}
 	if pp.LocalPolicy && !pp.NodeKnown {
 		problem(SeverityInfo, "", nil, "the traffic policy is Local: pass --node to check which endpoints are local")
@@ -174,14 +240,22 @@ func sortProblems(ps []Problem) {
 // "4 endpoints (10.0.0.1:80, 10.0.0.2:80, 10.0.0.3:80 and 1 more) are".
 func listEndpoints(eps []string) string {
 	if len(eps) == 1 {
-		return "endpoint " + eps[0] + " is"
+		return nameEndpoints(eps) + " is"
+	}
+	return nameEndpoints(eps) + " are"
+}
+
+// nameEndpoints is listEndpoints without the verb.
+func nameEndpoints(eps []string) string {
+	if len(eps) == 1 {
+		return "endpoint " + eps[0]
 	}
 	shown := eps
 	more := ""
 	if len(eps) > 3 {
 		shown, more = eps[:3], fmt.Sprintf(" and %d more", len(eps)-3)
 	}
-	return fmt.Sprintf("%d endpoints (%s%s) are", len(eps), strings.Join(shown, ", "), more)
+	return fmt.Sprintf("%d endpoints (%s%s)", len(eps), strings.Join(shown, ", "), more)
 }
 
 func them(eps []string) string {

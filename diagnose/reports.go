@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"sort"
+
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
@@ -16,6 +18,11 @@ type RuleCounts struct {
 	// iptables proxier is in large-cluster mode above 1000 endpoints per
 	// family.
 	LargeClusterModeFromObjects map[string]bool `json:"largeClusterModeFromObjects,omitempty"`
+	// Status: problems when counts disagree for a reason that needs action,
+	// kube-proxy is not syncing or its syncs fail; incomplete without
+	// metrics.
+	Status     Status `json:"status"`
+	NotChecked []Gap  `json:"notChecked"`
 }
 
 // Counts compares kube-proxy's rule-count metrics with the node's rules;
@@ -27,11 +34,8 @@ func Counts(n *Node) *RuleCounts {
 			stale[ChainRef{kubeproxy.Family(c.Family), c.Table, c.Chain}] = true
 		}
 	}
-	var m *metrics.Metrics
-	if len(n.Metrics) > 0 {
-		m = n.Metrics[0]
-	}
-	opts := CountOptions{}
+	m, earlier := n.scrapes()
+	opts := CountOptions{Earlier: earlier}
 	if n.Config != nil {
 		opts.SyncPeriod = n.Config.SyncPeriod
 		if n.Config.LocalhostNodePorts != nil {
@@ -40,7 +44,17 @@ func Counts(n *Node) *RuleCounts {
 		}
 	}
 	cr := CompareCounts(n.Ruleset, m, stale, n.At, opts)
-	return &RuleCounts{APIVersion: APIVersion, Kind: "RuleCounts", CountsReport: cr, LargeClusterModeFromObjects: correlate.LargeClusterMode(n.Objects)}
+	rep := &RuleCounts{APIVersion: APIVersion, Kind: "RuleCounts", CountsReport: cr, LargeClusterModeFromObjects: correlate.LargeClusterMode(n.Objects)}
+	rep.NotChecked = gapsOf(n.gaps(), gapMetrics)
+	problems := len(cr.Failures) > 0
+	for _, s := range cr.LastSync {
+		problems = problems || s.Hung
+	}
+	for _, tc := range cr.Tables {
+		problems = problems || !tc.Agree && tc.InDump && tc.Metric != nil && !(tc.StaleRules > 0 && tc.Difference != nil && *tc.Difference == 0)
+	}
+	rep.Status = verdict(problems, rep.NotChecked)
+	return rep
 }
 
 // MasqueradeReport is the report of `masq`.
@@ -49,6 +63,10 @@ type MasqueradeReport struct {
 	Kind       string       `json:"kind"`
 	Node       string       `json:"node,omitempty"`
 	Families   []MasqReport `json:"families"`
+	// Status: problems when a family has problems or conflicts; incomplete
+	// without kube-proxy's configuration (the bit it should use).
+	Status     Status `json:"status"`
+	NotChecked []Gap  `json:"notChecked"`
 }
 
 // Masquerade checks the node's masquerade mark.
@@ -57,5 +75,34 @@ func Masquerade(n *Node) *MasqueradeReport {
 	if rep.Families == nil {
 		rep.Families = []MasqReport{}
 	}
+	rep.NotChecked = gapsOf(n.gaps(), gapConfig)
+	problems := false
+	for _, f := range rep.Families {
+		problems = problems || len(f.Problems) > 0 || len(f.Conflicts) > 0
+	}
+	rep.Status = verdict(problems, rep.NotChecked)
 	return rep
+}
+
+// scrapes picks the newest of the node's metrics, and an earlier scrape of
+// the same kube-proxy when there is one (live reads scrape twice).
+func (n *Node) scrapes() (latest, earlier *metrics.Metrics) {
+	if len(n.Metrics) == 0 {
+		return nil, nil
+	}
+	ms := append([]*metrics.Metrics(nil), n.Metrics...)
+	sort.SliceStable(ms, func(i, j int) bool {
+		a, _ := ms[i].Newest()
+		b, _ := ms[j].Newest()
+		return a.Before(b)
+	})
+	latest = ms[len(ms)-1]
+	if len(ms) > 1 {
+		a, _ := ms[len(ms)-2].Newest()
+		b, _ := latest.Newest()
+		if a.Before(b) {
+			earlier = ms[len(ms)-2]
+		}
+	}
+	return latest, earlier
 }

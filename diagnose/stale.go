@@ -20,6 +20,11 @@ type StaleReport struct {
 	// LargeClusterMode per family, from the API objects (> 1000 endpoints).
 	LargeClusterMode map[string]bool `json:"largeClusterMode,omitempty"`
 	Notes            []string        `json:"notes"`
+	// Status: problems when traffic still reaches a stale chain or
+	// element, or one should be gone already; incomplete without the API
+	// objects (only leftovers of older versions can be told then).
+	Status     Status `json:"status"`
+	NotChecked []Gap  `json:"notChecked"`
 }
 
 // StaleVerdict is a stale chain and whether anyone needs to act.
@@ -55,9 +60,25 @@ func Stale(n *Node, opts StaleOptions) *StaleReport {
 		}
 		rep.Chains = append(rep.Chains, v)
 	}
+	// A leftover that jumps to a chain kube-proxy deletes is no longer
+	// harmless: it makes every restore fail.
+	for _, b := range blockingLeftovers(rep) {
+		for i := range rep.Chains {
+			if c := &rep.Chains[i]; c.Chain == b.leftover.Chain && c.Family == b.leftover.Family {
+				c.Reason = fmt.Sprintf("left by kube-proxy ≤1.23 (KUBE-XLB- became KUBE-EXT-/KUBE-SVL- in 1.24) for %s, and it still jumps to %s, which kube-proxy deletes: the kernel refuses to delete a referenced chain, so every restore fails while it is there. Remove it with `iptables -t nat -F %[3]s && iptables -t nat -X %[3]s` on the node", orUnknownOwner(c.ServicePort), b.target.Chain, c.Chain)
+			}
+		}
+	}
 	if due > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d stale chains are simply not cleaned up yet: kube-proxy removes them on its own (see each reason); nobody needs to act unless they are still there after %s", due, len(rep.Chains), 2*opts.SyncPeriod))
 	}
+	rep.NotChecked = gapsOf(n.gaps(), gapObjects)
+	problems := len(blockingLeftovers(rep)) > 0
+	for _, c := range rep.Chains {
+		problems = problems || c.Referenced || !c.Leftover && !c.NotDueYet
+	}
+	problems = problems || len(rep.Elements) > 0
+	rep.Status = verdict(problems, rep.NotChecked)
 	return rep
 }
 
@@ -86,4 +107,11 @@ func staleReason(s correlate.StaleChain, largeMode bool, opts StaleOptions) (str
 	default:
 		return fmt.Sprintf("was %s; unreferenced, so harmless. kube-proxy deletes stale chains on every sync: if it stays, kube-proxy is not syncing or another writer re-creates it", owner), true
 	}
+}
+
+func orUnknownOwner(spn string) string {
+	if spn == "" {
+		return "a Service port that no longer exists"
+	}
+	return spn
 }

@@ -20,6 +20,8 @@ type Finding struct {
 	// counts, collection.
 	Area    string `json:"area"`
 	Subject string `json:"subject,omitempty"`
+	// Title is the cause in a few words, for the one-line verdict.
+	Title   string `json:"title,omitempty"`
 	Message string `json:"message"`
 	// Remedy says what to do, where that is known.
 	Remedy string `json:"remedy,omitempty"`
@@ -67,10 +69,12 @@ type TriageReport struct {
 // cause can claim it.
 type raw struct {
 	Finding
-	tag     string // see the tags below
-	family  kubeproxy.Family
-	service string // ns/name
-	local   bool   // the service has a Local traffic policy
+	tag       string   // see the tags below
+	kind      string   // a service problem's kind
+	endpoints []string // the endpoints it names
+	family    kubeproxy.Family
+	service   string // ns/name
+	local     bool   // the service has a Local traffic policy
 }
 
 // Finding tags.
@@ -103,7 +107,11 @@ func Triage(n *Node) *TriageReport {
 		add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "collection", Subject: n.Name}, tag: tagOther}, "%s", w)
 	}
 	rep.Chains = summarize(n.attribution())
-	rep.Identity = IdentifyNode(n.Name, n)
+	if n.NameEvidence != "" {
+		rep.Identity = NodeIdentity{Inferred: n.Name, Evidence: n.NameEvidence}
+	} else {
+		rep.Identity = IdentifyNode(n.Name, n)
+	}
 
 	// Proxy mode and backends.
 	rep.Mode = DetectMode(rs)
@@ -134,7 +142,7 @@ func Triage(n *Node) *TriageReport {
 						tag = tagDrift
 					}
 					add(&raw{Finding: Finding{Severity: p.Severity, Area: "service", Subject: fmt.Sprintf("%s (%s %s)", pp.ServicePort, pp.Mode, pp.Family)},
-						tag: tag, family: kubeproxy.Family(pp.Family), service: ex.Namespace + "/" + ex.Name, local: pp.LocalPolicy}, "%s", p.Message)
+						tag: tag, kind: p.Kind, endpoints: p.Endpoints, family: kubeproxy.Family(pp.Family), service: ex.Namespace + "/" + ex.Name, local: pp.LocalPolicy}, "%s", p.Message)
 				}
 			}
 		}
@@ -165,7 +173,7 @@ func Triage(n *Node) *TriageReport {
 	if len(n.Metrics) > 0 {
 		rep.Mode.FromMetrics = rep.Counts.ModeFromMetrics
 		for _, tc := range rep.Counts.Tables {
-			if !tc.Agree && tc.Reason != "" && tc.Metric != nil {
+			if !tc.Agree && tc.Reason != "" && tc.Metric != nil && tc.InDump {
 				sev := SeverityWarning
 				if tc.StaleRules > 0 && tc.Difference != nil && *tc.Difference == 0 {
 					sev = SeverityInfo
@@ -219,20 +227,20 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 	// The node is not the one the dump is of.
 	id := rep.Identity
 	switch {
-	case id.Mismatch:
-		c := Finding{Severity: SeverityError, Area: "identity", Subject: id.Given,
-			Message: fmt.Sprintf("the dump is of node %s, not %s: %s; every Local-policy verdict below is judged for %s and is wrong if the dump is %s's", id.Inferred, id.Given, id.Evidence, id.Given, id.Inferred),
-			Remedy:  fmt.Sprintf("pass --node %s, or the dump of %s", id.Inferred, id.Given)}
-		claim(&c, func(r *raw) bool { return r.local && (r.tag == tagDrift || r.tag == tagService) })
-		causes = append(causes, c)
 	case id.Given != "" && id.Unknown:
-		c := Finding{Severity: SeverityWarning, Area: "identity", Subject: id.Given,
+		c := Finding{Severity: SeverityWarning, Area: "identity", Subject: id.Given, Title: "no node " + id.Given + " in the objects",
 			Message: fmt.Sprintf("no Node named %s among the objects and no endpoint on it: is the name right? Local-policy Services are judged as if %s had no endpoints", id.Given, id.Given),
 			Remedy:  "check the name with kubectl get nodes"}
 		if id.Inferred != "" {
 			c.Message += "; " + id.Evidence
 			c.Remedy = "pass --node " + id.Inferred
 		}
+		claim(&c, func(r *raw) bool { return r.local && (r.tag == tagDrift || r.tag == tagService) })
+		causes = append(causes, c)
+	case id.Mismatch:
+		c := Finding{Severity: SeverityError, Area: "identity", Subject: id.Given, Title: fmt.Sprintf("the dump is of node %s, not %s", id.Inferred, id.Given),
+			Message: fmt.Sprintf("the dump is of node %s, not %s: %s; every Local-policy verdict below is judged for %s and is wrong if the dump is %s's", id.Inferred, id.Given, id.Evidence, id.Given, id.Inferred),
+			Remedy:  fmt.Sprintf("pass --node %s, or the dump of %s", id.Inferred, id.Given)}
 		claim(&c, func(r *raw) bool { return r.local && (r.tag == tagDrift || r.tag == tagService) })
 		causes = append(causes, c)
 	}
@@ -257,33 +265,83 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 		}
 	}
 
-	// kube-proxy is not syncing, for no reason the rules show.
+	// kube-proxy is not syncing, for no reason the rules show: one cause
+	// for every family it stopped in.
+	var hungFams []string
+	var hungMsg string
 	for _, r := range raws {
-		if r.tag != tagHung || claimed[r] {
-			continue
+		if r.tag == tagHung && !claimed[r] {
+			claimed[r] = true
+			hungFams = append(hungFams, familyOr(r.family))
+			if hungMsg == "" {
+				hungMsg = r.Message
+			}
 		}
-		claimed[r] = true
-		c := Finding{Severity: SeverityError, Area: "sync", Subject: r.Subject, Message: r.Message,
+	}
+	if len(hungFams) > 0 {
+		c := Finding{Severity: SeverityError, Area: "sync", Subject: strings.Join(hungFams, ", "), Message: hungMsg, Title: "kube-proxy is not syncing",
 			Remedy: "check kube-proxy's pod and log on the node (kubectl logs -n kube-system <kube-proxy pod>)"}
-		fam := r.family
+		if len(hungFams) > 1 {
+			c.Message += " (the same for " + strings.Join(hungFams[1:], ", ") + ")"
+		}
 		claim(&c, func(o *raw) bool {
-			return sameFamily(fam, o) && (o.tag == tagDrift || o.tag == tagCountsDiff || o.tag == tagHarmful || o.tag == tagOverdue)
+			return o.tag == tagDrift || o.tag == tagCountsDiff || o.tag == tagHarmful || o.tag == tagOverdue
 		})
 		causes = append(causes, c)
 	}
 
-	// Another writer removed kube-proxy's rules: fewer rules than it counted.
+	// Another writer removed kube-proxy's rules: fewer rules than it
+	// counted, nothing extra (rules that merely lag the objects also hold
+	// endpoints and chains that are gone), no sync failed.
 	for _, tc := range rep.Counts.Tables {
-		if tc.Metric == nil || tc.Difference == nil || *tc.Difference >= 0 || len(failing) > 0 || truncated(n.Ruleset, tc.Source) || hung(rep.Counts) {
+		if tc.Metric == nil || tc.Difference == nil || *tc.Difference >= 0 || len(failing) > 0 || truncated(n.Ruleset, tc.Source) || hung(rep.Counts) ||
+			lagging(raws, tc.Family) {
 			continue
 		}
 		fam := tc.Family
-		c := Finding{Severity: SeverityError, Area: "counts", Subject: fmt.Sprintf("%s %s", tc.Family, tc.Table),
+		c := Finding{Severity: SeverityError, Area: "counts", Subject: fmt.Sprintf("%s %s", tc.Family, tc.Table), Title: "another writer removed kube-proxy's rules",
 			Message: fmt.Sprintf("rules were removed from kube-proxy's chains by something other than kube-proxy: the %s %s table has %d fewer rule%s than kube-proxy counted at its last sync, and no sync failed since", tc.Family, tc.Table, -*tc.Difference, plural(-*tc.Difference)),
 			Remedy:  "find the other writer (a CNI, a security agent, a script with iptables -D/-F); kube-proxy puts the rules back at its next full sync (restart it to force one)"}
 		claim(&c, func(r *raw) bool {
-			return sameFamily(fam, r) && (r.tag == tagDrift || r.tag == tagCountsDiff) && (r.Area != "counts" || r.Subject == c.Subject)
+			removed := r.tag == tagDrift || r.tag == tagService && (r.kind == ProblemSourceRanges || r.kind == ProblemEmptyChain || r.kind == ProblemNoReject)
+			return sameFamily(fam, r) && (removed || r.tag == tagCountsDiff && r.Subject == c.Subject)
 		})
+		causes = append(causes, c)
+	}
+
+	// Propagation lag: the rules lag the objects while kube-proxy has
+	// changes queued (or a sync running): not a bug in the rules.
+	for _, st := range rep.Counts.LastSync {
+		pendingChanges := rep.Counts.PendingEndpointChanges != nil && *rep.Counts.PendingEndpointChanges > 0 ||
+			rep.Counts.PendingServiceChanges != nil && *rep.Counts.PendingServiceChanges > 0
+		if st.Hung || !(st.Pending || st.Slow || pendingChanges) {
+			continue
+		}
+		fam := st.Family
+		var eps []string
+		for _, r := range raws {
+			if !claimed[r] && r.tag == tagDrift && sameFamily(fam, r) && r.kind == ProblemMissingEndpoints {
+				eps = append(eps, r.endpoints...)
+			}
+		}
+		if len(eps) == 0 {
+			continue
+		}
+		why := "kube-proxy has changes it has not synced yet"
+		if st.LastQueuedAgeSeconds != nil && st.Pending {
+			why = fmt.Sprintf("kube-proxy has had a sync queued for %s", secs(*st.LastQueuedAgeSeconds))
+		}
+		mean := st.MeanSyncSeconds
+		if st.RecentMeanSyncSeconds != nil {
+			mean = *st.RecentMeanSyncSeconds
+		}
+		if mean > 0 {
+			why += fmt.Sprintf(" and its syncs take %s on average", secs(mean))
+		}
+		c := Finding{Severity: SeverityWarning, Area: "sync", Subject: familyOr(fam), Title: "propagation lag",
+			Message: fmt.Sprintf("propagation lag, not a bug in the rules: %d endpoint%s not yet programmed; %s", len(eps), pluralVerb(len(eps)), why),
+			Remedy:  "wait a sync and look again; if it persists past 2 × syncPeriod, kube-proxy is not keeping up (see the sync durations in counts)"}
+		claim(&c, func(r *raw) bool { return sameFamily(fam, r) && (r.tag == tagDrift || r.tag == tagCountsDiff) })
 		causes = append(causes, c)
 	}
 
@@ -372,12 +430,14 @@ func restoreCause(fam kubeproxy.Family, failures float64, bs []blocker, mode kub
 			mine = append(mine, b)
 		}
 	}
+	c.Title = "kube-proxy's syncs fail"
 	if len(mine) == 0 {
 		c.Message = what + ": nothing kube-proxy changes since the last successful sync reaches the node, so the rules below lag the EndpointSlices"
 		c.Remedy = "read kube-proxy's log on the node for the failing restore (kubectl logs -n kube-system <kube-proxy pod> | grep -i restore)"
 		return c
 	}
 	b := mine[0]
+	c.Title = "kube-proxy's syncs fail: " + b.leftover.Chain + " blocks them"
 	owner := b.target.ServicePort
 	if b.target.Endpoint != "" {
 		owner += " sends traffic to " + b.target.Endpoint + ", which is gone"
@@ -394,6 +454,17 @@ func restoreCause(fam kubeproxy.Family, failures float64, bs []blocker, mode kub
 	}
 	c.Remedy = fmt.Sprintf("on the node: %[1]s -t nat -F %[2]s && %[1]s -t nat -X %[2]s (kube-proxy's next sync then succeeds)", cmd, b.leftover.Chain)
 	return c
+}
+
+// lagging reports whether the family's rules hold what the objects no
+// longer have: endpoints gone from the slices, stale chains still reached.
+func lagging(raws []*raw, fam kubeproxy.Family) bool {
+	for _, r := range raws {
+		if r.family == fam && (r.tag == tagHarmful || r.kind == ProblemExtraEndpoints) {
+			return true
+		}
+	}
+	return false
 }
 
 func truncated(rs *inspect.Ruleset, source string) bool {
@@ -433,13 +504,22 @@ func triageVerdict(rep *TriageReport) string {
 		for _, g := range rep.NotChecked {
 			what = append(what, g.Check)
 		}
-		return fmt.Sprintf("INCOMPLETE: nothing wrong in what was checked; not checked: %s", strings.Join(what, "; "))
+		return fmt.Sprintf("INCOMPLETE: nothing wrong in what was checked; %d thing%s not checked (see above)", len(what), plural(len(what)))
 	}
 	first := rep.Findings[0]
-	more := len(rep.Findings) - 1
-	line := fmt.Sprintf("PROBLEMS FOUND: %s", first.Message)
-	if more > 0 {
-		line += fmt.Sprintf(" (and %d more finding%s)", more, plural(more))
+	title := first.Title
+	if title == "" {
+		title = first.Area
+		if first.Subject != "" {
+			title += " " + first.Subject
+		}
+	}
+	line := "PROBLEMS FOUND: " + title
+	if n := len(first.Symptoms); n > 0 {
+		line += fmt.Sprintf(" (%d symptom%s)", n, plural(n))
+	}
+	if more := len(rep.Findings) - 1; more > 0 {
+		line += fmt.Sprintf("; %d more finding%s", more, plural(more))
 	}
 	return line
 }

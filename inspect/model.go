@@ -500,6 +500,10 @@ type NFTRuleInfo struct {
 	MarkTestOp    string
 	Masquerade    bool
 	FullyRandom   bool
+	// Saddr is the first `ip saddr` / `ip6 saddr` match's addresses or
+	// prefixes (an anonymous set's elements); SaddrNot when it is `!=`.
+	Saddr    []string
+	SaddrNot bool
 	// Verdict is a terminal verdict statement: accept, drop, reject, return.
 	Verdict string
 	// Random is `meta random & 2147483647 < N` (iptables-nft's --probability)

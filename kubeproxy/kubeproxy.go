@@ -80,6 +80,14 @@ func (f Family) Short() string {
 	return string(f)
 }
 
+// FamilyOfIP says which family an address (or CIDR) belongs to.
+func FamilyOfIP(ip string) Family {
+	if strings.Contains(ip, ":") {
+		return IPv6
+	}
+	return IPv4
+}
+
 // iptables tables kube-proxy uses, and nftables mode's table.
 const (
 	TableNAT    = "nat"

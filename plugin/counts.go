@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -57,8 +58,20 @@ func (o *CountsOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		rep := diagnose.Counts(l.Node)
 		rep.Node = l.Node.Name
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderCounts(out, t, rep) }}, nil
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderCounts(out, t, rep) }, rep.Status, rep.NotChecked}, nil
 	})
+}
+
+// seconds writes a duration in seconds for people: 12ms, 3.4s, 3m12s.
+func seconds(v float64) string {
+	d := time.Duration(v * float64(time.Second))
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 func optInt(p *int) string {
@@ -82,16 +95,39 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 		rows := [][]string{}
 		for _, tc := range rep.Tables {
 			agree := "yes"
-			if !tc.Agree {
+			switch {
+			case !tc.Compared:
+				agree = "n/a"
+			case !tc.Agree:
 				agree = "NO"
 			}
-			rows = append(rows, []string{string(tc.Family), tc.Table, optFloat(tc.Metric), strconv.Itoa(tc.Actual), strconv.Itoa(tc.StaleRules), optInt(tc.Difference), agree})
+			actual, staleRules := strconv.Itoa(tc.Actual), strconv.Itoa(tc.StaleRules)
+			if !tc.InDump {
+				actual, staleRules = "-", "-"
+			}
+			rows = append(rows, []string{string(tc.Family), tc.Table, optFloat(tc.Metric), actual, staleRules, optInt(tc.Difference), agree})
 		}
-		if err := renderTable(out, t, []string{"FAMILY", "TABLE", "METRIC", "ACTUAL", "STALE", "DIFF", "AGREE"}, rows, 6); err != nil {
+		agreeStyle := func(cell string) lipgloss.Style {
+			switch cell {
+			case "yes":
+				return st.good
+			case "NO":
+				return st.bad
+			}
+			return st.dim
+		}
+		if err := renderTableStyled(out, t, []string{"FAMILY", "TABLE", "METRIC", "ACTUAL", "STALE", "DIFF", "AGREE"}, rows, 6, agreeStyle); err != nil {
 			return err
 		}
 		for _, tc := range rep.Tables {
-			if tc.Reason != "" {
+			if tc.InDump {
+				fmt.Fprintln(out, wrapIndent(fmt.Sprintf("%s %s: %d rules in the dump = %d counted by kube-proxy + %d in stale chains + %d jumps from built-in chains + %d others",
+					tc.Family, tc.Table, tc.Present, tc.Actual, tc.StaleRules, tc.BuiltinJumps, tc.Others), t.Width-2, 2))
+			}
+			switch {
+			case !tc.Compared && tc.NotCompared != "":
+				fmt.Fprintln(out, wrapIndent(fmt.Sprintf("%s %s: not compared: %s", tc.Family, tc.Table, tc.NotCompared), t.Width-2, 2))
+			case tc.Reason != "":
 				fmt.Fprintln(out, wrapIndent(fmt.Sprintf("%s %s: %s", tc.Family, tc.Table, tc.Reason), t.Width-2, 2))
 			}
 		}
@@ -125,13 +161,30 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 			age = (time.Duration(*s.LastSyncAgeSeconds) * time.Second).String() + " ago"
 		}
 		msg := fmt.Sprintf("last sync %s: %s", fam, age)
-		if s.Hung {
+		switch {
+		case s.Hung:
 			msg = st.bad.Render(msg + " HUNG")
+		case s.Slow:
+			msg = st.warn.Render(msg + " SLOW")
 		}
 		if s.Reason != "" {
 			msg += ": " + s.Reason
 		}
 		fmt.Fprintln(out, wrapIndent(msg, t.Width-2, 2))
+		if s.Syncs > 0 {
+			line := fmt.Sprintf("%d syncs, %s on average (full: %d, %s; partial: %d, %s)", s.Syncs, seconds(s.MeanSyncSeconds),
+				s.FullSyncs, seconds(s.MeanFullSyncSeconds), s.PartialSyncs, seconds(s.MeanPartialSyncSeconds))
+			if s.RecentMeanSyncSeconds != nil {
+				line += fmt.Sprintf("; %d since the earlier scrape, %s on average", *s.RecentSyncs, seconds(*s.RecentMeanSyncSeconds))
+			}
+			if s.LongSyncs > 0 {
+				line += fmt.Sprintf("; %d longer than 16 s", s.LongSyncs)
+			}
+			if s.Programmed > 0 {
+				line += fmt.Sprintf("; network programming %s on average", seconds(s.MeanProgrammingSeconds))
+			}
+			fmt.Fprintln(out, "  "+wrapIndent(line, t.Width-4, 4))
+		}
 	}
 	for _, f := range rep.Failures {
 		fmt.Fprintln(out, st.bad.Render("failure")+" "+wrapIndent(fmt.Sprintf("%s{%s} = %v: %s", f.Metric, f.Family, f.Value, f.Meaning), t.Width-8, 8))

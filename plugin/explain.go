@@ -99,7 +99,7 @@ func (o *ExplainOptions) Run() error {
 		if err != nil {
 			return built{}, err
 		}
-		return built{ex, func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) }}, nil
+		return built{ex, func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) }, ex.Status, nil}, nil
 	})
 }
 
@@ -124,6 +124,9 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 	}
 	for _, pp := range ex.Ports {
 		title := fmt.Sprintf("%s %s  %s %s", pp.ServicePort, pp.Protocol, pp.Mode, pp.Family)
+		if pp.Topology != "" {
+			title += "  topology " + pp.Topology
+		}
 		root := t.newTree(st.header.Render(title))
 		entries := t.newTree("entries")
 		for _, e := range pp.Entries {
@@ -160,15 +163,34 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 			}
 			root.Child(rt)
 		}
-		var missing []string
+		// Endpoints in the slices that no rule reaches: missing where
+		// kube-proxy should have programmed them, else why it rightly
+		// left them out here.
+		var missing, unused []string
 		for _, ep := range pp.Endpoints {
-			if !ep.InRules {
-				missing = append(missing, fmt.Sprintf("%s  %s", ep.Endpoint, sliceState(st, ep)))
+			if ep.InRules {
+				continue
+			}
+			line := fmt.Sprintf("%s  %s", ep.Endpoint, sliceState(st, ep))
+			switch {
+			case ep.Expected:
+				missing = append(missing, line)
+			case ep.Why != "":
+				unused = append(unused, line+"\n"+st.dim.Render(wrap(ep.Why, t.Width-12)))
+			default:
+				unused = append(unused, line)
 			}
 		}
 		if len(missing) > 0 {
 			nr := t.newTree("in the EndpointSlices, not in the rules")
 			for _, m := range missing {
+				nr.Child(m)
+			}
+			root.Child(nr)
+		}
+		if len(unused) > 0 {
+			nr := t.newTree("not used on this node")
+			for _, m := range unused {
 				nr.Child(m)
 			}
 			root.Child(nr)
@@ -184,7 +206,24 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 		}
 		fmt.Fprintln(out, trimTrailing(root.String()))
 	}
+	renderNotChecked(out, t, ex.NotChecked)
 	return nil
+}
+
+// renderNotChecked lists what a report could not check, and what to pass.
+func renderNotChecked(out io.Writer, t *Terminal, gaps []diagnose.Gap) {
+	if len(gaps) == 0 {
+		return
+	}
+	st := t.styles()
+	fmt.Fprintln(out, st.warn.Render("not checked:"))
+	for _, g := range gaps {
+		line := g.Check + ": " + g.Reason
+		if g.Remedy != "" {
+			line += "; pass " + g.Remedy
+		}
+		fmt.Fprintln(out, "  - "+wrapIndent(line, t.Width-4, 4))
+	}
 }
 
 // sliceState says what the EndpointSlices say of an endpoint.

@@ -57,7 +57,7 @@ to you, or to find chains that no current Service or endpoint owns.`,
 func (o *MapOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		m := diagnose.MapChains(l.Node)
-		return built{m, func(out io.Writer, t *Terminal) error { return renderChainMap(out, t, m, o.Out.Wide()) }}, nil
+		return built{m, func(out io.Writer, t *Terminal) error { return renderChainMap(out, t, m, o.Out.Wide()) }, "", nil}, nil
 	})
 }
 

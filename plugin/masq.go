@@ -54,7 +54,7 @@ type MasqOptions struct{ analysisOptions }
 func (o *MasqOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		rep := diagnose.Masquerade(l.Node)
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderMasq(out, t, rep.Families) }}, nil
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderMasq(out, t, rep.Families) }, rep.Status, rep.NotChecked}, nil
 	})
 }
 

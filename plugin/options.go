@@ -116,10 +116,10 @@ func runAnalysis(o interface {
 	}
 }
 
-// parseAt reads --at: RFC 3339 or Unix seconds; now when empty.
+// parseAt reads --at: RFC 3339 or Unix seconds; zero when empty.
 func parseAt(s string) (time.Time, error) {
 	if s == "" {
-		return time.Now(), nil
+		return time.Time{}, nil
 	}
 	if secs, err := strconv.ParseFloat(s, 64); err == nil {
 		return time.Unix(0, int64(secs*1e9)).UTC(), nil // Unix seconds, as the metrics print them
@@ -180,6 +180,10 @@ func (o *analysisOptions) Validate() error {
 type built struct {
 	report any
 	render func(out io.Writer, t *Terminal) error
+	// status, when set, decides the exit status: see exitCode.
+	status diagnose.Status
+	// notChecked is printed after the text, when render does not.
+	notChecked []diagnose.Gap
 }
 
 // run loads the inputs, builds the report and prints it: JSON or YAML
@@ -195,9 +199,14 @@ func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
 		return err
 	}
 	if o.Out.Machine() {
-		return o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})
+		err = o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})
+	} else if err = b.render(o.IOStreams.Out, o.Out.term); err == nil {
+		renderNotChecked(o.IOStreams.Out, o.Out.term, b.notChecked)
 	}
-	return b.render(o.IOStreams.Out, o.Out.term)
+	if code := exitCode(b.status); err == nil && code != ExitHealthy {
+		return &ExitError{Code: code}
+	}
+	return err
 }
 
 // withCollection is a report with the collection manifest (how the node

@@ -18,6 +18,13 @@ import (
 // kubectl-style columns elsewhere (pipes keep grep and awk working).
 // statusCol is the column whose non-empty cells are highlighted; -1 for none.
 func renderTable(out io.Writer, t *Terminal, headers []string, rows [][]string, statusCol int) error {
+	st := t.styles()
+	return renderTableStyled(out, t, headers, rows, statusCol, func(string) lipgloss.Style { return st.bad })
+}
+
+// renderTableStyled is renderTable with the status column's non-empty cells
+// styled by statusStyle.
+func renderTableStyled(out io.Writer, t *Terminal, headers []string, rows [][]string, statusCol int, statusStyle func(cell string) lipgloss.Style) error {
 	if !t.Rich {
 		var buf strings.Builder
 		tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
@@ -51,7 +58,7 @@ func renderTable(out io.Writer, t *Terminal, headers []string, rows [][]string, 
 				return st.header.PaddingRight(2)
 			}
 			if col == statusCol && row >= 0 && row < len(rows) && rows[row][col] != "" {
-				return st.bad.PaddingRight(2)
+				return statusStyle(rows[row][col]).PaddingRight(2)
 			}
 			if col == 0 && row > 0 && row < len(rows) && rows[row][0] == rows[row-1][0] {
 				return st.dim.PaddingRight(2)

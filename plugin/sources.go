@@ -36,9 +36,10 @@ type InputOptions struct {
 	Bundles []string
 	Node    string
 	Live    LiveOptions
-	// At is --at: the time ages are judged against; now is it parsed.
-	At  string
-	now time.Time
+	// At is --at: the time ages are judged against; at is it parsed (zero
+	// when not given).
+	At string
+	at time.Time
 
 	In     io.Reader // stdin, for "-"
 	ErrOut io.Writer // progress and warnings
@@ -76,7 +77,7 @@ func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Conf
 	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
 	fs.StringArrayVar(&o.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
 	fs.StringArrayVar(&o.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")
-	fs.StringVar(&o.At, "at", "", "judge sync ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default now")
+	fs.StringVar(&o.At, "at", "", "judge ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default: when the node was read (live or the bundle's collectedAt), else the newest timestamp in the metrics")
 	o.Live.AddFlags(cmd)
 }
 
@@ -84,7 +85,7 @@ func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Conf
 func (o *InputOptions) Complete(in io.Reader, errOut io.Writer) error {
 	o.In, o.ErrOut = in, errOut
 	var err error
-	o.now, err = parseAt(o.At)
+	o.at, err = parseAt(o.At)
 	return err
 }
 
@@ -210,9 +211,20 @@ func (o *InputOptions) Load() (*Loaded, error) {
 		return nil, err
 	}
 	l.Collected = src.collected
-	l.Node = &diagnose.Node{Name: o.Node, Ruleset: l.Ruleset, Metrics: l.Metrics, Objects: l.Objects, Config: l.Config, At: o.now}
+	l.Node = &diagnose.Node{Name: o.Node, Ruleset: l.Ruleset, Metrics: l.Metrics, Objects: l.Objects, Config: l.Config}
 	if l.Collected != nil {
 		l.Node.CollectionNotes = l.Collected.Warnings
+		if l.Collected.Scope != "" && l.Collected.Scope != "full" {
+			l.Node.Scope = l.Collected.Scope
+		}
+	}
+	l.Node.At, l.Node.AtSource = o.evidenceTime(l)
+	if l.Node.Name == "" {
+		// Offline without --node: the dump's Local-policy chains say
+		// whose endpoints they hold.
+		if id := diagnose.IdentifyNode("", l.Node); id.Inferred != "" {
+			l.Node.Name, l.Node.NameEvidence = id.Inferred, id.Evidence
+		}
 	}
 	for _, d := range l.Ruleset.Dumps {
 		for _, msg := range d.Warnings {
@@ -220,6 +232,31 @@ func (o *InputOptions) Load() (*Loaded, error) {
 		}
 	}
 	return l, nil
+}
+
+// evidenceTime is when the evidence was taken, which ages are judged
+// against: --at when given, else when the node was read (live now, or the
+// bundle's collectedAt), else the newest timestamp the metrics carry (a
+// lower bound of when they were scraped).
+func (o *InputOptions) evidenceTime(l *Loaded) (time.Time, string) {
+	switch {
+	case !o.at.IsZero():
+		return o.at, "--at"
+	case o.live() && l.Collected != nil:
+		return l.Collected.CollectedAt, "read live"
+	case l.Collected != nil && !l.Collected.CollectedAt.IsZero():
+		return l.Collected.CollectedAt, "the bundle's collectedAt"
+	}
+	var newest time.Time
+	for _, m := range l.Metrics {
+		if t, ok := m.Newest(); ok && t.After(newest) {
+			newest = t
+		}
+	}
+	if !newest.IsZero() {
+		return newest, "the newest timestamp in the metrics: a lower bound of when they were scraped, so ages are at least this"
+	}
+	return time.Time{}, ""
 }
 
 func (o *InputOptions) errOut() io.Writer {

@@ -59,7 +59,7 @@ func (o *StaleOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		rep := diagnose.Stale(l.Node, diagnose.StaleOptions{SyncPeriod: o.SyncPeriod})
 		rep.APIVersion, rep.Kind, rep.Node = APIVersion, "StaleReport", l.Node.Name
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderStale(out, t, rep, o.Out.Wide()) }}, nil
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderStale(out, t, rep, o.Out.Wide()) }, rep.Status, rep.NotChecked}, nil
 	})
 }
 

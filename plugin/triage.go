@@ -86,17 +86,12 @@ Use it first, at 3 a.m., when a Service on a node does not get traffic.`,
 // TriageOptions are the options of `triage`.
 type TriageOptions struct{ analysisOptions }
 
-// Run runs every diagnosis; problems found give ExitProblems.
+// Run runs every diagnosis; the status gives the exit status.
 func (o *TriageOptions) Run() error {
-	var rep *diagnose.TriageReport
-	err := o.run(func(l *Loaded) (built, error) {
-		rep = diagnose.Triage(l.Node)
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) }}, nil
+	return o.run(func(l *Loaded) (built, error) {
+		rep := diagnose.Triage(l.Node)
+		return built{rep, func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) }, rep.Status, nil}, nil
 	})
-	if err == nil && exitCode(rep.Status) != ExitHealthy {
-		return &ExitError{Code: exitCode(rep.Status)}
-	}
-	return err
 }
 
 func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error {
@@ -160,14 +155,7 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 	}
 	if len(rep.NotChecked) > 0 {
 		fmt.Fprintln(out)
-		fmt.Fprintln(out, st.header.Render("not checked:"))
-		for _, g := range rep.NotChecked {
-			line := g.Check + ": " + g.Reason
-			if g.Remedy != "" {
-				line += "; pass " + g.Remedy
-			}
-			fmt.Fprintln(out, "  - "+wrapIndent(line, t.Width-4, 4))
-		}
+		renderNotChecked(out, t, rep.NotChecked)
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, wrapIndent(st.header.Render("verdict: ")+rep.Verdict+fmt.Sprintf(" (exit %d)", exitCode(rep.Status)), t.Width, 2))

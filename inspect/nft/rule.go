@@ -252,6 +252,8 @@ func (a *analyzer) run() {
 					}
 				}
 			}
+		case (t == "ip" || t == "ip6") && a.tok(i+1) == "saddr" && depth == 0 && len(a.info.Saddr) == 0:
+			i = a.saddr(i + 2)
 		case t == "mark":
 			i = a.mark(i)
 		case t == "random":
@@ -355,6 +357,36 @@ type mapEntry struct{ k0, k1, v0, v1 int }
 // inlineEntries reads `{ k : v , k : v }` starting at the '{' at toks[i],
 // calling fn for each entry. It returns the index of the closing '}' (or
 // the last token).
+// saddr reads `[!=] ADDR` or `[!=] { ADDR, … }` after "ip saddr" (a named
+// set, @name, is a set reference instead).
+func (a *analyzer) saddr(i int) int {
+	not := false
+	switch a.tok(i) {
+	case "!=":
+		not = true
+		i++
+	case "==":
+		i++
+	}
+	t := a.tok(i)
+	switch {
+	case t == "" || t[0] == '@' || t == "." || a.tok(i+1) == ".":
+		return i - 1 // a set reference, or a concatenation
+	case t == "{":
+		var vals []string
+		j := i + 1
+		for ; j < len(a.toks) && a.toks[j] != "}"; j++ {
+			if v := strings.TrimSuffix(a.toks[j], ","); v != "" && v != "," {
+				vals = append(vals, v)
+			}
+		}
+		a.info.Saddr, a.info.SaddrNot = vals, not
+		return j
+	}
+	a.info.Saddr, a.info.SaddrNot = []string{t}, not
+	return i
+}
+
 func (a *analyzer) inlineEntries(i int, fn func(e mapEntry)) int {
 	depth := 0
 	j := i + 1

@@ -29,15 +29,22 @@ func TestAnalyzeNFTRule(t *testing.T) {
 		{"mark set or (source)", `mark set mark or 0x4000`,
 			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
 		{"mark set or (source, %#08x)", `ip daddr @cluster-ips ip saddr != 10.0.0.0/8 mark set mark or 0x00004000`,
-			inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
+			inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
 		{"mark set or (nft)", `ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000`,
-			inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
+			inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
 		{"mark set or (iptables-nft xlate)", `counter packets 0 bytes 0 meta mark set mark or 0x4000`,
 			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
 		{"mark set plain", `meta mark set 0x00008000`,
 			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "set", MarkSetValue: 0x8000}},
 		{"mark set and", `meta mark set meta mark & 0xffffbfff`,
 			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "and", MarkSetValue: 0xffffbfff}},
+		// loadBalancerSourceRanges: the firewall chain's source match
+		{"firewall, several ranges (nft)", `ip saddr != { 10.0.0.0/8, 198.51.100.10, 203.0.113.0/25 } drop`,
+			inspect.NFTRuleInfo{Saddr: []string{"10.0.0.0/8", "198.51.100.10", "203.0.113.0/25"}, SaddrNot: true, Verdict: "drop"}},
+		{"firewall single range (nft prints no braces)", `ip6 saddr != 2001:db8::/64 drop`,
+			inspect.NFTRuleInfo{Saddr: []string{"2001:db8::/64"}, SaddrNot: true, Verdict: "drop"}},
+		{"saddr set reference", `ip saddr @allowed accept`,
+			inspect.NFTRuleInfo{Sets: []string{"allowed"}, Verdict: "accept"}},
 		// the packet mark restored from the connection mark (CNIs)
 		{"mark set ct mark", `meta mark set ct mark`,
 			inspect.NFTRuleInfo{MarkFromCT: true, MarkFromCTMask: 0xffffffff}},
@@ -65,7 +72,7 @@ func TestAnalyzeNFTRule(t *testing.T) {
 		{"iptables-nft mark test", `meta mark & 0x00004000 != 0x00004000 counter packets 0 bytes 0 return`,
 			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0x4000, MarkTestOp: "!=", Verdict: "return"}},
 		{"≤1.35 jump mark-for-masquerade", `ip daddr 172.30.0.41 tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade`,
-			inspect.NFTRuleInfo{Jumps: []string{"mark-for-masquerade"}}},
+			inspect.NFTRuleInfo{Jumps: []string{"mark-for-masquerade"}, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
 
 		// service dispatch
 		{"≤1.35 numgen vmap (source)", `numgen random mod 2 vmap { 0 : goto ` + ep0 + ` , 1 : goto ` + ep1 + ` }`,
@@ -104,7 +111,7 @@ func TestAnalyzeNFTRule(t *testing.T) {
 		{"IPv6 affinity check", `ip6 saddr @` + af6 + ` goto ` + ep6,
 			inspect.NFTRuleInfo{Gotos: []string{ep6}, Sets: []string{af6}}},
 		{"IPv6 affinity update", `update @` + af6 + ` { ip6 saddr }`, inspect.NFTRuleInfo{Sets: []string{af6}}},
-		{"IPv6 firewall", `ip6 saddr != 2001:db8:203::/64 drop`, inspect.NFTRuleInfo{Verdict: "drop"}},
+		{"IPv6 firewall", `ip6 saddr != 2001:db8:203::/64 drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"2001:db8:203::/64"}, SaddrNot: true}},
 
 		// ClientIP affinity
 		{"affinity check", `ip saddr @` + aff + ` goto ` + epA, inspect.NFTRuleInfo{Gotos: []string{epA}, Sets: []string{aff}}},
@@ -124,8 +131,8 @@ func TestAnalyzeNFTRule(t *testing.T) {
 		{"goto", `goto service-ULMVA6XW-ns1/svc1/tcp/p80`, inspect.NFTRuleInfo{Gotos: []string{"service-ULMVA6XW-ns1/svc1/tcp/p80"}}},
 		{"reject", `ip daddr @cluster-ips reject`, inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, Verdict: "reject"}},
 		{"reject with", `reject with icmpx admin-prohibited`, inspect.NFTRuleInfo{Verdict: "reject"}},
-		{"firewall (source)", `ip saddr != { 203.0.113.0/25 } drop`, inspect.NFTRuleInfo{Verdict: "drop"}},
-		{"firewall (nft)", `ip saddr != 203.0.113.0/25 drop`, inspect.NFTRuleInfo{Verdict: "drop"}},
+		{"firewall (source)", `ip saddr != { 203.0.113.0/25 } drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"203.0.113.0/25"}, SaddrNot: true}},
+		{"firewall (nft)", `ip saddr != 203.0.113.0/25 drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"203.0.113.0/25"}, SaddrNot: true}},
 		{"drop unallocated", `ip daddr { 172.30.0.0/16 } drop`, inspect.NFTRuleInfo{Verdict: "drop"}},
 		{"counter name", `counter name "localhost-nodeport-rejected-tcp" reject`, inspect.NFTRuleInfo{Verdict: "reject"}},
 		{"external local", `fib saddr type local mark set mark or 0x4000`,

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -35,7 +34,7 @@ func (c *Collector) readService(ctx context.Context, w *bundleWriter, t Target, 
 		}
 		sps = append(sps, sp)
 		for _, ip := range sp.ClusterIPs {
-			wanted[familyOfIP(ip)] = true
+			wanted[kubeproxy.FamilyOfIP(ip)] = true
 		}
 	}
 	if !wanted[kubeproxy.IPv6] {
@@ -187,9 +186,3 @@ func (c *Collector) readChains(ctx context.Context, w *bundleWriter, t Target, f
 }
 
 // familyOfIP is the family of a cluster IP.
-func familyOfIP(ip string) kubeproxy.Family {
-	if strings.Contains(ip, ":") {
-		return kubeproxy.IPv6
-	}
-	return kubeproxy.IPv4
-}
