@@ -27,7 +27,8 @@ build:
 # iptables-nft-save), with its metrics. --at is when the metrics were taken.
 demo: build
 	$(PLUGIN) triage --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-dump $(DEMO_DIR)/iptables/save-nft-ipv6.txt \
-		--from-objects $(DEMO_DIR)/objects.json --from-metrics $(DEMO_DIR)/metrics-iptables.txt --node node-a --at 1795939150
+		--from-objects $(DEMO_DIR)/objects.json --from-metrics $(DEMO_DIR)/metrics-iptables.txt \
+		--from-config $(DEMO_DIR)/kube-proxy-configmap-iptables.yaml --node node-a --at 1795939150
 	@echo
 	$(PLUGIN) stale --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-objects $(DEMO_DIR)/objects.json --node node-a | tail -8
 

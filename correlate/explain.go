@@ -16,18 +16,18 @@ import (
 
 // Explanation is what `explain` reports for one Service.
 type Explanation struct {
-	Namespace             string     `json:"namespace"`
-	Name                  string     `json:"name"`
-	Type                  string     `json:"type"`
-	ClusterIPs            []string   `json:"clusterIPs,omitempty"`
-	ExternalIPs           []string   `json:"externalIPs,omitempty"`
-	LoadBalancerIPs       []string   `json:"loadBalancerIPs,omitempty"`
-	SourceRanges          []string   `json:"loadBalancerSourceRanges,omitempty"`
-	SessionAffinity       string     `json:"sessionAffinity"`
-	AffinitySeconds       int32      `json:"affinitySeconds,omitempty"`
-	ExternalTrafficPolicy string     `json:"externalTrafficPolicy,omitempty"`
-	InternalTrafficPolicy string     `json:"internalTrafficPolicy"`
-	Node                  string     `json:"node,omitempty"`
+	Namespace             string   `json:"namespace"`
+	Name                  string   `json:"name"`
+	Type                  string   `json:"type"`
+	ClusterIPs            []string `json:"clusterIPs,omitempty"`
+	ExternalIPs           []string `json:"externalIPs,omitempty"`
+	LoadBalancerIPs       []string `json:"loadBalancerIPs,omitempty"`
+	SourceRanges          []string `json:"loadBalancerSourceRanges,omitempty"`
+	SessionAffinity       string   `json:"sessionAffinity"`
+	AffinitySeconds       int32    `json:"affinitySeconds,omitempty"`
+	ExternalTrafficPolicy string   `json:"externalTrafficPolicy,omitempty"`
+	InternalTrafficPolicy string   `json:"internalTrafficPolicy"`
+	Node                  string   `json:"node,omitempty"`
 	// Zone is the node's topology.kubernetes.io/zone, when its Node object
 	// was given.
 	Zone  string     `json:"zone,omitempty"`

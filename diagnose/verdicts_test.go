@@ -230,3 +230,61 @@ func TestVerdictOldMetricsInFreshBundle(t *testing.T) {
 	n.At, n.AtSource = n.At.Add(3*time.Hour), "the bundle's collectedAt"
 	mustFirst(t, diagnose.Triage(n), "sync", "kube-proxy is not syncing")
 }
+
+// slowSyncs: a sync queued 100 s ago, none finished since; kube-proxy's
+// syncs take over 2 minutes (beyond the 16 s histogram buckets).
+const slowSyncs = `# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge
+kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1000
+# TYPE kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds gauge
+kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1010
+# TYPE kubeproxy_sync_proxy_rules_endpoint_changes_pending gauge
+kubeproxy_sync_proxy_rules_endpoint_changes_pending 2
+# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="0.001"} 0
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="16.384"} 1
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="+Inf"} 3
+kubeproxy_sync_proxy_rules_duration_seconds_sum{ip_family="IPv4"} 400
+kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"} 3
+`
+
+// Rules that lag the objects while kube-proxy has changes queued and
+// syncs slowly: propagation lag, one cause, not an error in the rules.
+func TestVerdictPropagationLag(t *testing.T) {
+	dir := fixture.Dir("large-churn-v1.37")
+	m, err := metrics.Parse(strings.NewReader(slowSyncs), "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &diagnose.Node{Name: "node-a", Ruleset: fixture.ReadFiles(t, filepath.Join(dir, "iptables", "restore-ipv4.sync1.txt")), Objects: fixture.Objects(t, dir),
+		Metrics: []*metrics.Metrics{m}, At: time.Unix(1110, 0)}
+	rep := diagnose.Triage(n)
+	st := rep.Counts.LastSync[0]
+	if st.Hung || !st.Slow || st.LongSyncs != 2 || st.MeanSyncSeconds < 133 {
+		t.Fatalf("sync state %+v, want slow, not hung", st)
+	}
+	first := rep.Findings[0]
+	if first.Severity != diagnose.SeverityWarning || first.Title != "propagation lag" || !strings.Contains(first.Message, "10 endpoints are not yet programmed") || len(first.Symptoms) < 2 {
+		t.Fatalf("first finding %+v", first)
+	}
+	if rep.Summary[diagnose.SeverityError] != 1 {
+		// the stale chains still reached stay an error of their own
+		t.Errorf("summary %v: %+v", rep.Summary, rep.Findings)
+	}
+}
+
+// Two scrapes: the recent mean is the syncs between them, not the lifetime.
+func TestSyncDurationsBetweenScrapes(t *testing.T) {
+	later, err := metrics.Parse(strings.NewReader(slowSyncs), "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier, err := metrics.Parse(strings.NewReader(strings.NewReplacer(`} 400`, `} 10`, `_count{ip_family="IPv4"} 3`, `_count{ip_family="IPv4"} 1`, "1010\n", "900\n", "} 1000\n", "} 900\n").Replace(slowSyncs)), "earlier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &diagnose.Node{Ruleset: &inspect.Ruleset{}, Metrics: []*metrics.Metrics{later, earlier}, At: time.Unix(1020, 0)}
+	st := diagnose.Counts(n).LastSync[0]
+	if st.RecentSyncs == nil || *st.RecentSyncs != 2 || st.RecentMeanSyncSeconds == nil || *st.RecentMeanSyncSeconds != 195 {
+		t.Errorf("recent %v %v, want 2 syncs of 195 s", st.RecentSyncs, st.RecentMeanSyncSeconds)
+	}
+}

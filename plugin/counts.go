@@ -41,7 +41,9 @@ missing) and as the API objects imply (more than 1000 endpoints), the age of
 the last sync, syncs that are queued but not happening, and sync failures.
 nftables mode has no rule-count metric; counts says so.
 
-Use it when kube-proxy looks alive but the rules look wrong or old.`,
+Use it when kube-proxy looks alive but the rules look wrong or old.
+
+` + exitStatusHelp,
 		Example: fmt.Sprintf(countsExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),

@@ -11,36 +11,53 @@ import (
 func TestExplainAndStaleGolden(t *testing.T) {
 	const small = "../testdata/fixtures/small-v1.37/"
 	const churn = "../testdata/fixtures/large-churn-v1.37/"
+	const topo = "../testdata/fixtures/topology-v1.37/"
 	tests := []struct {
-		golden string
-		args   []string
+		golden   string
+		args     []string
+		wantExit int
 	}{
-		{"explain-frontend-iptables.txt", []string{"explain", "svc/frontend", "-n", "shop", "--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json", "--node", "node-a"}},
-		{"explain-ingress-local-nftables.txt", []string{"explain", "ingress", "-n", "shop", "--port", "http", "--from-dump", small + "nftables/ruleset.txt", "--from-objects", small + "objects.json", "--node", "node-a"}},
-		{"explain-scaled-down-before-sync.txt", []string{"explain", "svc/svc-001", "-n", "load", "--from-dump", churn + "iptables/restore-ipv4.sync1.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}},
-		{"stale-churn.txt", []string{"stale", "--from-dump", churn + "iptables/save-legacy-ipv4.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}},
-		{"stale-healthy.txt", []string{"stale", "--from-dump", small + "nftables/ruleset.json", "--from-objects", small + "objects.json"}},
+		{"explain-frontend-iptables.txt", []string{"explain", "svc/frontend", "-n", "shop", "--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json", "--node", "node-a"}, ExitHealthy},
+		{"explain-ingress-local-nftables.txt", []string{"explain", "ingress", "-n", "shop", "--port", "http", "--from-dump", small + "nftables/ruleset.txt", "--from-objects", small + "objects.json", "--node", "node-a"}, ExitHealthy},
+		{"explain-scaled-down-before-sync.txt", []string{"explain", "svc/svc-001", "-n", "load", "--from-dump", churn + "iptables/restore-ipv4.sync1.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}, ExitProblems},
+		{"explain-zonal-nftables.txt", []string{"explain", "svc/zonal-lb", "-n", "topo", "--from-dump", topo + "nftables/ruleset.json", "--from-objects", topo + "objects.json", "--from-objects", topo + "nodes.json", "--node", "node-a"}, ExitHealthy},
+		{"explain-zonal-zone-unknown.txt", []string{"explain", "svc/zonal", "-n", "topo", "--from-dump", topo + "iptables/save-nft-ipv4.txt", "--from-objects", topo + "objects.json", "--node", "node-a"}, ExitIncomplete},
+		{"stale-churn.txt", []string{"stale", "--from-dump", churn + "iptables/save-legacy-ipv4.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}, ExitHealthy},
+		{"stale-healthy.txt", []string{"stale", "--from-dump", small + "nftables/ruleset.json", "--from-objects", small + "objects.json"}, ExitHealthy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, err := runCmd(t, nil, tc.args...)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, errOut)
+			if code := exitOf(t, err, errOut); code != tc.wantExit {
+				t.Errorf("exit status %d, want %d", code, tc.wantExit)
 			}
 			checkGolden(t, tc.golden, []byte(out))
 		})
 	}
 }
 
+// exitOf is the exit status a command's error gives.
+func exitOf(t *testing.T, err error, errOut string) int {
+	t.Helper()
+	if err == nil {
+		return ExitHealthy
+	}
+	code, ok := IsExitError(err)
+	if !ok {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	return code
+}
+
 func TestExplainJSON(t *testing.T) {
 	const churn = "../testdata/fixtures/large-churn-v1.37/"
 	out, errOut, err := runCmd(t, nil, "explain", "svc/svc-002", "-n", "load", "--from-dump", churn+"iptables/restore-ipv4.sync1.txt", "--from-objects", churn+"objects.json", "-o", "json")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, errOut)
+	if code := exitOf(t, err, errOut); code != ExitProblems {
+		t.Errorf("exit status %d, want %d: the Service's rules lag its slices", code, ExitProblems)
 	}
 	var rep struct {
-		APIVersion, Kind string
-		Ports            []struct {
+		APIVersion, Kind, Status string
+		Ports                    []struct {
 			ServicePort, Protocol string
 			Endpoints             []struct {
 				Endpoint          string

@@ -46,7 +46,9 @@ probability cascade or the numgen map), and the EndpointSlices side by side:
 endpoints missing from the rules (propagation lag, failed sync), endpoints in
 the rules that the slices no longer have, shares that do not add up.
 
-Use it first when a Service "gets no traffic" on a node.`,
+Use it first when a Service "gets no traffic" on a node.
+
+` + exitStatusHelp,
 		Example: fmt.Sprintf(explainExample, name),
 		Args:    cobra.ExactArgs(1),
 		RunE:    runAnalysis(o),

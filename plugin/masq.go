@@ -38,7 +38,9 @@ the kubelet's old KUBE-MARK-DROP) that sets or tests an overlapping bit. With
 masqueradeBit. Marks are compared numerically (0x4000 = 0x00004000).
 
 Use it when replies to Service traffic go missing or come back from the wrong
-source address, typically after installing another CNI or network agent.`,
+source address, typically after installing another CNI or network agent.
+
+` + exitStatusHelp,
 		Example: fmt.Sprintf(masqExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),

@@ -11,7 +11,10 @@ import (
 // readmeSnippets are the commands whose real output the README shows
 // between <!-- snippet:NAME --> and <!-- /snippet -->. Run with -update to
 // rewrite them; the test fails when the README drifts from the real output.
-const demo = "testdata/fixtures/large-churn-v1.37/"
+const (
+	demo  = "testdata/fixtures/large-churn-v1.37/"
+	fault = "testdata/fixtures/sync-failure-v1.37/"
+)
 
 var readmeSnippets = []struct {
 	name string
@@ -20,6 +23,7 @@ var readmeSnippets = []struct {
 	shown string
 	args  []string
 	grep  string
+	head  int
 	tail  int
 }{
 	{
@@ -30,10 +34,19 @@ var readmeSnippets = []struct {
 	},
 	{
 		name: "triage",
+		shown: "kubectl proxyrules triage --from-dump " + fault + "iptables/save-nft-ipv4.txt \\\n    --from-objects " + fault + "objects.json --from-metrics " + fault + "metrics-iptables.txt \\\n" +
+			"    --from-config " + fault + "kube-proxy-configmap-iptables.yaml --node node-a | head -32",
+		args: []string{"triage", "--from-dump", fault + "iptables/save-nft-ipv4.txt", "--from-objects", fault + "objects.json",
+			"--from-metrics", fault + "metrics-iptables.txt", "--from-config", fault + "kube-proxy-configmap-iptables.yaml", "--node", "node-a"},
+		head: 32,
+	},
+	{
+		name: "triage-healthy",
 		shown: "kubectl proxyrules triage --from-dump " + demo + "iptables/save-nft-ipv4.txt \\\n    --from-dump " + demo + "iptables/save-nft-ipv6.txt --from-objects " + demo + "objects.json \\\n" +
-			"    --from-metrics " + demo + "metrics-iptables.txt --node node-a --at 1795939150",
+			"    --from-metrics " + demo + "metrics-iptables.txt --from-config " + demo + "kube-proxy-configmap-iptables.yaml --node node-a --at 1795939150",
 		args: []string{"triage", "--from-dump", demo + "iptables/save-nft-ipv4.txt", "--from-dump", demo + "iptables/save-nft-ipv6.txt",
-			"--from-objects", demo + "objects.json", "--from-metrics", demo + "metrics-iptables.txt", "--node", "node-a", "--at", "1795939150"},
+			"--from-objects", demo + "objects.json", "--from-metrics", demo + "metrics-iptables.txt", "--from-config", demo + "kube-proxy-configmap-iptables.yaml",
+			"--node", "node-a", "--at", "1795939150"},
 	},
 	{
 		name:  "explain",
@@ -59,7 +72,7 @@ var readmeSnippets = []struct {
 	},
 }
 
-func renderSnippet(t *testing.T, name, shown string, args []string, grep string, tail int) string {
+func renderSnippet(t *testing.T, name, shown string, args []string, grep string, head, tail int) string {
 	t.Helper()
 	for i, a := range args {
 		if strings.HasPrefix(a, "testdata/") {
@@ -84,6 +97,9 @@ func renderSnippet(t *testing.T, name, shown string, args []string, grep string,
 		}
 		lines = kept
 	}
+	if head > 0 && len(lines) > head {
+		lines = lines[:head]
+	}
 	if tail > 0 && len(lines) > tail {
 		lines = lines[len(lines)-tail:]
 	}
@@ -102,7 +118,7 @@ func TestReadmeSnippets(t *testing.T) {
 			t.Errorf("README.md has no snippet %q", s.name)
 			continue
 		}
-		want := renderSnippet(t, s.name, s.shown, append([]string(nil), s.args...), s.grep, s.tail)
+		want := renderSnippet(t, s.name, s.shown, append([]string(nil), s.args...), s.grep, s.head, s.tail)
 		got := re.FindString(text)
 		if got != want {
 			if *update {

@@ -254,7 +254,7 @@ func (o *InputOptions) evidenceTime(l *Loaded) (time.Time, string) {
 		}
 	}
 	if !newest.IsZero() {
-		return newest, "the newest timestamp in the metrics: a lower bound of when they were scraped, so ages are at least this"
+		return newest, "the newest timestamp in the metrics, a lower bound: ages are at least these"
 	}
 	return time.Time{}, ""
 }

@@ -43,7 +43,9 @@ by itself: large-cluster mode cleans up at most once per syncPeriod, nftables
 deletes a flushed chain a sync later. Leftovers of older versions (KUBE-XLB-,
 the kubelet's KUBE-MARK-DROP) are listed too.
 
-Use it when a dump shows chains you cannot place, or after deleting Services.`,
+Use it when a dump shows chains you cannot place, or after deleting Services.
+
+` + exitStatusHelp,
 		Example: fmt.Sprintf(staleExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),

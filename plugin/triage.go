@@ -23,6 +23,12 @@ const (
 	ExitIncomplete  = 3 // ran, found nothing wrong, but could not check everything
 )
 
+// exitStatusHelp ends the help of every command that judges.
+const exitStatusHelp = `Exit status: 0 healthy (nothing wrong, everything checked), 2 problems found
+(errors or warnings; notes do not count), 3 incomplete (nothing wrong in what
+was checked, but the report lists what could not be and what to pass), 1 could
+not run.`
+
 // exitCode is a report status's exit status.
 func exitCode(s diagnose.Status) int {
 	switch s {
@@ -55,7 +61,7 @@ const triageExample = `  # Everything about one node, most severe first (read li
   %[1]s triage --from-dump iptables-save.txt --from-dump ip6tables-save.txt \
       --from-objects objects.json --from-metrics metrics.txt --from-config kube-proxy-cm.yaml --node ip-10-0-1-7
 
-  # In a script: 0 healthy, 2 problems found, 1 could not run
+  # In a script: 0 healthy, 2 problems found, 3 incomplete, 1 could not run
   %[1]s triage --from-dump ruleset.json --from-objects objects.json -o json > report.json; echo $?`
 
 // NewCmdTriage builds `triage`.
@@ -71,10 +77,12 @@ disagree with their EndpointSlices (explain), stale chains that traffic still
 reaches (stale), masquerade mark problems and clashes (masq), and rule counts,
 sync age and sync failures from kube-proxy's metrics (counts).
 
-Exit status: 0 when healthy, 2 when problems (errors or warnings) were found,
-1 when it could not run. Informational findings do not change the status.
+Findings are grouped by cause, each cause once with the findings it explains
+listed under it; the last line is the verdict.
 
-Use it first, at 3 a.m., when a Service on a node does not get traffic.`,
+Use it first, at 3 a.m., when a Service on a node does not get traffic.
+
+` + exitStatusHelp,
 		Example: fmt.Sprintf(triageExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),
@@ -106,7 +114,7 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		fmt.Fprintln(out, wrapIndent("node inferred from the dump: "+id.Evidence, t.Width-2, 2))
 	}
 	if rep.EvidenceTime != nil {
-		fmt.Fprintf(out, "evidence taken %s (%s)\n", rep.EvidenceTime.UTC().Format(time.RFC3339), rep.EvidenceTimeSource)
+		fmt.Fprintln(out, wrapIndent(fmt.Sprintf("evidence taken %s (%s)", rep.EvidenceTime.UTC().Format(time.RFC3339), rep.EvidenceTimeSource), t.Width-2, 2))
 	}
 	mode := "proxy mode: " + string(rep.Mode.Detected)
 	if rep.Mode.FromConfig != "" {
@@ -124,10 +132,14 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 	}
 	if rep.Counts != nil {
 		for _, tc := range rep.Counts.Tables {
-			if tc.Metric == nil {
+			switch {
+			case tc.Metric == nil:
 				continue
+			case !tc.InDump:
+				fmt.Fprintf(out, "rule count %s %s: metric %s, not in the dump\n", tc.Family, tc.Table, optFloat(tc.Metric))
+			default:
+				fmt.Fprintf(out, "rule count %s %s: metric %s, actual %d%s\n", tc.Family, tc.Table, optFloat(tc.Metric), tc.Actual, map[bool]string{true: "", false: " (differs)"}[tc.Agree])
 			}
-			fmt.Fprintf(out, "rule count %s %s: metric %s, actual %d%s\n", tc.Family, tc.Table, optFloat(tc.Metric), tc.Actual, map[bool]string{true: "", false: " (differs)"}[tc.Agree])
 		}
 	}
 	for _, f := range rep.Findings {

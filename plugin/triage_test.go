@@ -14,32 +14,30 @@ func TestDiagnosesGolden(t *testing.T) {
 	const churn = "../testdata/fixtures/large-churn-v1.37/"
 	const masq = "../testdata/fixtures/masq-bit15-v1.37/"
 	const old = "../testdata/fixtures/small-v1.34/"
+	const sync = "../testdata/fixtures/sync-failure-v1.37/"
 	tests := []struct {
 		golden   string
 		args     []string
 		wantExit int
 	}{
 		{"triage-churn.txt", []string{"triage", "--from-dump", churn + "iptables/save-nft-ipv4.txt", "--from-dump", churn + "iptables/save-nft-ipv6.txt",
-			"--from-metrics", churn + "metrics-iptables.txt", "--from-objects", churn + "objects.json", "--node", "node-a", "--at", churnAt}, 0},
+			"--from-metrics", churn + "metrics-iptables.txt", "--from-objects", churn + "objects.json", "--from-config", churn + "kube-proxy-configmap-iptables.yaml",
+			"--node", "node-a", "--at", churnAt}, ExitHealthy},
+		{"triage-churn-incomplete.txt", []string{"triage", "--from-dump", churn + "iptables/save-nft-ipv4.txt",
+			"--from-metrics", churn + "metrics-iptables.txt", "--from-objects", churn + "objects.json"}, ExitIncomplete},
+		{"triage-sync-failure.txt", []string{"triage", "--from-dump", sync + "iptables/save-nft-ipv4.txt", "--from-dump", sync + "iptables/save-nft-ipv6.txt",
+			"--from-metrics", sync + "metrics-iptables.txt", "--from-objects", sync + "objects.json", "--from-config", sync + "kube-proxy-configmap-iptables.yaml"}, ExitProblems},
 		{"triage-rules-behind-objects.txt", []string{"triage", "--from-dump", churn + "iptables/restore-ipv4.sync1.txt",
 			"--from-objects", churn + "objects.json", "--node", "node-a", "--at", churnAt}, ExitProblems},
-		{"masq-bit15-iptables.txt", []string{"masq", "--from-dump", masq + "iptables/save-nft-ipv4.txt"}, 0},
-		{"masq-v1.34-nftables.txt", []string{"masq", "--from-dump", old + "nftables/ruleset.txt"}, 0},
+		{"masq-bit15-iptables.txt", []string{"masq", "--from-dump", masq + "iptables/save-nft-ipv4.txt", "--from-config", masq + "configz-iptables.json"}, ExitHealthy},
+		{"masq-v1.34-nftables.txt", []string{"masq", "--from-dump", old + "nftables/ruleset.txt"}, ExitIncomplete},
 		{"counts-churn.txt", []string{"counts", "--from-dump", churn + "iptables/save-legacy-ipv4.txt", "--from-dump", churn + "iptables/save-legacy-ipv6.txt",
-			"--from-metrics", churn + "metrics-iptables.txt", "--from-objects", churn + "objects.json", "--at", churnAt}, 0},
+			"--from-metrics", churn + "metrics-iptables.txt", "--from-objects", churn + "objects.json", "--at", churnAt}, ExitHealthy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, err := runCmd(t, nil, tc.args...)
-			code := 0
-			if err != nil {
-				c, ok := IsExitError(err)
-				if !ok {
-					t.Fatalf("%v\n%s", err, errOut)
-				}
-				code = c
-			}
-			if code != tc.wantExit {
+			if code := exitOf(t, err, errOut); code != tc.wantExit {
 				t.Errorf("exit status %d, want %d", code, tc.wantExit)
 			}
 			checkGolden(t, tc.golden, []byte(out))
@@ -108,10 +106,8 @@ func TestMachineReportsHaveTypeMeta(t *testing.T) {
 		{"ChainMap", []string{"map", "--from-dump", small + "iptables/save-nft-ipv4.txt"}},
 	} {
 		for _, format := range []string{"json", "yaml"} {
-			out, _, err := runCmd(t, nil, append(tc.args, "-o", format)...)
-			if err != nil {
-				t.Fatalf("%s -o %s: %v", tc.kind, format, err)
-			}
+			out, errOut, err := runCmd(t, nil, append(tc.args, "-o", format)...)
+			exitOf(t, err, errOut) // a verdict, not a failure
 			wantAPI, wantKind := `"apiVersion": "`+APIVersion+`"`, `"kind": "`+tc.kind+`"`
 			if format == "yaml" {
 				wantAPI, wantKind = "apiVersion: "+APIVersion, "kind: "+tc.kind

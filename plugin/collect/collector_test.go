@@ -461,6 +461,7 @@ func TestCollectDebugPod(t *testing.T) {
 		"iptables-nft-save.txt":     KindRuleset,
 		"iptables-legacy-save.txt":  KindRuleset,
 		"ip6tables-legacy-save.txt": KindRuleset,
+		"metrics-before.txt":        KindMetrics,
 		"metrics.txt":               KindMetrics,
 		"configz.json":              KindConfig,
 		"proxymode.txt":             KindProxyMode,

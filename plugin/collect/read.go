@@ -25,6 +25,19 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 		return err
 	}
 	w.man.ProxyMode, w.man.Backend = probe.ProxyMode, probe.Backend
+	// A first scrape of /metrics before the rules are read, the second
+	// after: what changed between them is kube-proxy's recent sync rate
+	// and duration, which the lifetime means hide.
+	var before bytes.Buffer
+	start := time.Now()
+	if err := c.Runner.Get(ctx, t, metricsPort, "/metrics", &before); err == nil {
+		f := BundleFile{Path: "metrics-before.txt", Kind: KindMetrics, Command: fmt.Sprintf("GET 127.0.0.1:%d/metrics", metricsPort), Seconds: time.Since(start).Seconds()}
+		if err := w.write(f, before.Bytes()); err != nil {
+			return err
+		}
+	} else if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	done := false
 	if c.ServiceName != "" {
 		if done, err = c.readService(ctx, w, t, probe, objects); err != nil {
