@@ -288,3 +288,15 @@ func TestSyncDurationsBetweenScrapes(t *testing.T) {
 		t.Errorf("recent %v %v, want 2 syncs of 195 s", st.RecentSyncs, st.RecentMeanSyncSeconds)
 	}
 }
+
+// nftables mode: a range removed from the firewall chain's saddr set.
+func TestVerdictSourceRangeRemovedNFTables(t *testing.T) {
+	dir := fixture.Dir("small-v1.37")
+	text, _ := fixture.Text(t, dir, "nftables/ruleset.txt")
+	cut := strings.Replace(text, "ip saddr != { 10.0.0.0/8, 198.51.100.10, 203.0.113.0/25 } drop", "ip saddr != { 10.0.0.0/8, 198.51.100.10, 203.0.113.0/25, 192.0.2.0/24 } drop", 1)
+	if cut == text {
+		t.Fatal("firewall rule not found")
+	}
+	n := &diagnose.Node{Name: "node-a", Ruleset: fixture.Parse(t, cut, "ruleset.txt"), Objects: fixture.Objects(t, dir)}
+	mustFirst(t, diagnose.Triage(n), "service", "lets 192.0.2.0/24 through although loadBalancerSourceRanges do not allow it")
+}

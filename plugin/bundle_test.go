@@ -1,12 +1,14 @@
 package plugin
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
@@ -84,6 +86,52 @@ func TestFromBundleErrors(t *testing.T) {
 		_, _, err := runCmd(t, nil, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: err %v, want it to mention %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// Metrics hours older than the bundle that holds them: the bundle's
+// collectedAt, not the wall clock, is when the evidence was taken, and
+// kube-proxy had stopped syncing by then: exit 2, said first.
+func TestFromBundleOldMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		collectedAt time.Time
+		wantExit    int
+	}{
+		{time.Unix(1795939150, 0).UTC(), ExitHealthy},         // seconds after the last sync
+		{time.Unix(1795939150+3*3600, 0).UTC(), ExitProblems}, // three hours later
+	} {
+		dir := t.TempDir()
+		writeBundle(t, dir, [][2]string{
+			{churnFixture + "iptables/save-nft-ipv4.txt", collect.KindRuleset},
+			{churnFixture + "iptables/save-nft-ipv6.txt", collect.KindRuleset},
+			{churnFixture + "objects.json", collect.KindObjects},
+			{churnFixture + "metrics-iptables.txt", collect.KindMetrics},
+			{churnFixture + "kube-proxy-configmap-iptables.yaml", collect.KindConfig},
+		})
+		b, err := collect.OpenBundle(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := b.Manifest
+		b.Close()
+		m.CollectedAt = tc.collectedAt
+		if err := collect.WriteManifest(dir, &m); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, err := runCmd(t, nil, "triage", "--from-bundle", dir, "-o", "json")
+		if code := exitOf(t, err, errOut); code != tc.wantExit {
+			t.Errorf("collected at %v: exit %d, want %d\n%s", tc.collectedAt, code, tc.wantExit, out)
+		}
+		var rep diagnose.TriageReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if tc.wantExit == ExitProblems && (len(rep.Findings) == 0 || rep.Findings[0].Title != "kube-proxy is not syncing") {
+			t.Errorf("first finding is not the not-syncing cause: %+v", rep.Findings)
+		}
+		if rep.EvidenceTimeSource != "the bundle's collectedAt" || !rep.EvidenceTime.Equal(tc.collectedAt) {
+			t.Errorf("evidence time %v (%s), want the bundle's %v", rep.EvidenceTime, rep.EvidenceTimeSource, tc.collectedAt)
 		}
 	}
 }
