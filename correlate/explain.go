@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -175,7 +176,7 @@ func Explain(rs *inspect.Ruleset, objs *Objects, opts ExplainOptions) (*Explanat
 	if objs == nil {
 		return nil, fmt.Errorf("explain needs the Services and EndpointSlices (--from-objects, or a cluster)")
 	}
-	return newExplainer(rs, objs.ServicePorts()).explain(opts)
+	return newExplainer(rs, objs).explain(opts)
 }
 
 // ExplainAll explains every Service that kube-proxy writes rules for.
@@ -183,8 +184,8 @@ func ExplainAll(rs *inspect.Ruleset, objs *Objects, node NodeView) []*Explanatio
 	if objs == nil {
 		return nil
 	}
-	sps := objs.ServicePorts()
-	x := newExplainer(rs, sps)
+	x := newExplainer(rs, objs)
+	sps := x.sps
 	var out []*Explanation
 	seen := map[string]bool{}
 	for _, sp := range sps {
@@ -205,6 +206,8 @@ func ExplainAll(rs *inspect.Ruleset, objs *Objects, node NodeView) []*Explanatio
 // target chain (one pass instead of one per Service).
 type explainer struct {
 	rs      *inspect.Ruleset
+	objs    *Objects
+	byName  map[string][]*corev1.Service
 	sps     []*ServicePort
 	entries map[*inspect.IPTable]map[string][]entryRule
 }
@@ -214,8 +217,8 @@ type entryRule struct {
 	rule  *inspect.IPRule
 }
 
-func newExplainer(rs *inspect.Ruleset, sps []*ServicePort) *explainer {
-	x := &explainer{rs: rs, sps: sps, entries: map[*inspect.IPTable]map[string][]entryRule{}}
+func newExplainer(rs *inspect.Ruleset, objs *Objects) *explainer {
+	x := &explainer{rs: rs, objs: objs, byName: servicesByName(objs), sps: objs.ServicePorts(), entries: map[*inspect.IPTable]map[string][]entryRule{}}
 	for _, t := range rs.IPTables {
 		if t.Name != kubeproxy.TableNAT {
 			continue
@@ -235,14 +238,18 @@ func newExplainer(rs *inspect.Ruleset, sps []*ServicePort) *explainer {
 
 func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 	rs := x.rs
+	svc, err := resolveService(x.objs, x.byName, opts.Namespace, opts.Name)
+	if err != nil {
+		return nil, err
+	}
 	var svcPorts []*ServicePort
 	for _, sp := range x.sps {
-		if sp.Namespace == opts.Namespace && sp.Name == opts.Name {
+		if sp.Namespace == svc.Namespace && sp.Name == svc.Name {
 			svcPorts = append(svcPorts, sp)
 		}
 	}
 	if len(svcPorts) == 0 {
-		return nil, fmt.Errorf("service %s/%s not found in the objects", opts.Namespace, opts.Name)
+		return nil, fmt.Errorf("service %s/%s has no ports: kube-proxy writes no rules for it", svc.Namespace, svc.Name)
 	}
 	first := svcPorts[0]
 	ex := &Explanation{
@@ -293,7 +300,7 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 		}
 	}
 	if !matched {
-		return nil, fmt.Errorf("service %s/%s has no port %q", opts.Namespace, opts.Name, opts.Port)
+		return nil, &PortNotFoundError{Namespace: svc.Namespace, Name: svc.Name, Port: opts.Port, Ports: portList(svc)}
 	}
 	return ex, nil
 }

@@ -40,11 +40,14 @@ type StaleChain struct {
 // StaleElement is an nftables map or set element that points at no current
 // Service or at a stale chain.
 type StaleElement struct {
-	Family     string `json:"family"`
-	Table      string `json:"table"`
-	Map        string `json:"map"`
-	Element    string `json:"element"`
-	Target     string `json:"target,omitempty"`
+	Family  string `json:"family"`
+	Table   string `json:"table"`
+	Map     string `json:"map"`
+	Element string `json:"element"`
+	Target  string `json:"target,omitempty"`
+	// Owner is the Service port the element is for (its comment, or its
+	// target chain's former owner), when known.
+	Owner      string `json:"owner,omitempty"`
 	Referenced bool   `json:"referenced"`
 	Reason     string `json:"reason"`
 }
@@ -250,9 +253,11 @@ func verdictTarget(el *knftables.Element) string {
 func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph) []StaleElement {
 	fam := string(t.IPFamily())
 	stale := map[string]bool{}
+	owner := map[string]string{}
 	for _, c := range res.Chains {
-		if c.Mode == string(kubeproxy.ModeNFTables) && c.Family == fam && c.Table == t.Name && c.Stale {
-			stale[c.Chain] = true
+		if c.Mode == string(kubeproxy.ModeNFTables) && c.Family == fam && c.Table == t.Name {
+			stale[c.Chain] = c.Stale
+			owner[c.Chain] = c.ServicePort
 		}
 	}
 	current := map[string]bool{}
@@ -268,6 +273,10 @@ func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph)
 		for _, el := range m.Elements {
 			e := StaleElement{Family: fam, Table: t.Name, Map: m.Name, Element: elementText(el), Referenced: g != nil && mapUsed(t, m.Name, g)}
 			to := verdictTarget(el)
+			e.Owner = owner[to]
+			if el.Comment != nil && isServicePortName(*el.Comment) {
+				e.Owner = *el.Comment
+			}
 			switch {
 			case to != "" && stale[to]:
 				e.Target, e.Reason = to, fmt.Sprintf("points at stale chain %s: traffic for this address still goes to a Service that is gone", to)

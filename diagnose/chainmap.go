@@ -32,16 +32,19 @@ type MapSummary struct {
 // MapChains attributes every chain of the node.
 func MapChains(n *Node) *ChainMap {
 	res := n.attribution()
-	m := &ChainMap{APIVersion: APIVersion, Kind: "ChainMap", Node: n.Name, Sources: n.Ruleset.Dumps, Chains: res.Chains, Summary: summarize(res)}
-	if m.Chains == nil {
-		m.Chains = []correlate.ChainOwner{}
+	m := &ChainMap{APIVersion: APIVersion, Kind: "ChainMap", Node: n.Name, Sources: n.Ruleset.Dumps, Chains: []correlate.ChainOwner{}}
+	for _, c := range res.Chains {
+		if n.Select == nil || c.ServicePort != "" && n.selected(c.ServicePort) {
+			m.Chains = append(m.Chains, c)
+		}
 	}
+	m.Summary = summarize(res.HaveObjects, m.Chains)
 	return m
 }
 
-func summarize(res *correlate.Result) MapSummary {
-	s := MapSummary{ObjectsGiven: res.HaveObjects}
-	for _, c := range res.Chains {
+func summarize(haveObjects bool, chains []correlate.ChainOwner) MapSummary {
+	s := MapSummary{ObjectsGiven: haveObjects}
+	for _, c := range chains {
 		s.Chains++
 		switch {
 		case c.Kind == kubeproxy.KindFixed:
@@ -56,4 +59,28 @@ func summarize(res *correlate.Result) MapSummary {
 		}
 	}
 	return s
+}
+
+// ChainLookup is the report of `map CHAIN…`: just those chains.
+type ChainLookup struct {
+	APIVersion string             `json:"apiVersion"`
+	Kind       string             `json:"kind"`
+	Node       string             `json:"node,omitempty"`
+	Chains     []correlate.Lookup `json:"chains"`
+	// Unknown are the names nothing matched.
+	Unknown []string `json:"unknown,omitempty"`
+}
+
+// LookupChains answers which chains the names are: from the node's rules
+// when it has them, else from the objects alone.
+func LookupChains(n *Node, names []string) *ChainLookup {
+	var res *correlate.Result
+	if n.Ruleset != nil && (len(n.Ruleset.IPTables) > 0 || len(n.Ruleset.NFTables) > 0) {
+		res = n.attribution()
+	}
+	found, unknown := correlate.LookupChains(names, n.Ruleset, res, n.Objects)
+	if found == nil {
+		found = []correlate.Lookup{}
+	}
+	return &ChainLookup{APIVersion: APIVersion, Kind: "ChainLookup", Node: n.Name, Chains: found, Unknown: unknown}
 }

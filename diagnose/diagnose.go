@@ -8,6 +8,7 @@
 package diagnose
 
 import (
+	"strings"
 	"time"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -40,6 +41,10 @@ type Node struct {
 	// Scope is "" when the node's whole rulesets were read, else what was
 	// read ("service shop/web").
 	Scope string
+	// Select, when set, limits the Service parts of the reports (map,
+	// stale, triage's Services) to the Services it accepts: -n, -l.
+	// Chains no current or former Service owns are left out then.
+	Select func(namespace, name string) bool
 
 	res *correlate.Result
 }
@@ -96,4 +101,17 @@ func (n *Node) attribution() *correlate.Result {
 		n.res = correlate.Attribute(n.Ruleset, n.Objects)
 	}
 	return n.res
+}
+
+// selected says whether the Service port "ns/name[:port]" is selected.
+func (n *Node) selected(servicePort string) bool {
+	if n.Select == nil {
+		return true
+	}
+	ns, rest, ok := strings.Cut(servicePort, "/")
+	if !ok {
+		return false
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	return n.Select(ns, name)
 }

@@ -16,7 +16,10 @@ type ServiceExplanation struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
 	*correlate.Explanation
-	Ports []PortReport `json:"ports"`
+	// Lookup is the chain explain was asked about, when it was given a
+	// chain name instead of the Service's.
+	Lookup *correlate.Lookup `json:"lookup,omitempty"`
+	Ports  []PortReport      `json:"ports"`
 	// Status: healthy, problems, or incomplete (NotChecked says what).
 	Status     Status `json:"status"`
 	NotChecked []Gap  `json:"notChecked"`
@@ -37,14 +40,63 @@ func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation,
 	rep := judgeExplanation(ex)
 	rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
 	rep.NotChecked = explainGaps(n, ex)
-	problems := false
+	rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
+	return rep, nil
+}
+
+// ServiceExplanationList is explain's report for several Services (-l, or
+// every Service of -n): one explanation each.
+type ServiceExplanationList struct {
+	APIVersion string                `json:"apiVersion"`
+	Kind       string                `json:"kind"`
+	Items      []*ServiceExplanation `json:"items"`
+	// Status is the worst of the items'; NotChecked what none could check.
+	Status     Status `json:"status"`
+	NotChecked []Gap  `json:"notChecked"`
+}
+
+// ExplainServices explains every Service of the objects that n.Select
+// accepts (all when it is nil) and that kube-proxy writes rules for.
+func ExplainServices(n *Node) *ServiceExplanationList {
+	list := &ServiceExplanationList{APIVersion: APIVersion, Kind: "ServiceExplanationList", Items: []*ServiceExplanation{}, NotChecked: []Gap{}}
+	if n.Objects == nil {
+		list.NotChecked = append(list.NotChecked, Gap{"the Services", "no Services and EndpointSlices were given", "--from-objects (kubectl get services,endpointslices -A -o json)"})
+		list.Status = verdict(false, list.NotChecked)
+		return list
+	}
+	problems, incomplete := false, false
+	for _, ex := range correlate.ExplainAll(n.Ruleset, n.Objects, n.Objects.NodeView(n.Name)) {
+		if !n.selected(ex.Namespace + "/" + ex.Name) {
+			continue
+		}
+		rep := judgeExplanation(ex)
+		rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
+		rep.NotChecked = explainGaps(n, ex)
+		rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
+		problems = problems || rep.Status == StatusProblems
+		incomplete = incomplete || rep.Status == StatusIncomplete
+		list.Items = append(list.Items, rep)
+	}
+	switch {
+	case problems:
+		list.Status = StatusProblems
+	case incomplete:
+		list.Status = StatusIncomplete
+	default:
+		list.Status = StatusHealthy
+	}
+	return list
+}
+
+func (rep *ServiceExplanation) hasProblems() bool {
 	for _, pp := range rep.Ports {
 		for _, p := range pp.Problems {
-			problems = problems || p.Severity != SeverityInfo
+			if p.Severity != SeverityInfo {
+				return true
+			}
 		}
 	}
-	rep.Status = verdict(problems, rep.NotChecked)
-	return rep, nil
+	return false
 }
 
 // explainGaps says what explaining this Service could not check: a family

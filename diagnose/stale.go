@@ -20,6 +20,8 @@ type StaleReport struct {
 	// LargeClusterMode per family, from the API objects (> 1000 endpoints).
 	LargeClusterMode map[string]bool `json:"largeClusterMode,omitempty"`
 	Notes            []string        `json:"notes"`
+	// Groups are the chains by cause, then by former owner.
+	Groups []StaleGroup `json:"groups"`
 	// Status: problems when traffic still reaches a stale chain or
 	// element, or one should be gone already; incomplete without the API
 	// objects (only leftovers of older versions can be told then).
@@ -33,6 +35,9 @@ type StaleVerdict struct {
 	// NotDueYet: kube-proxy will remove it on its own; nobody needs to act.
 	NotDueYet bool   `json:"notDueYet"`
 	Reason    string `json:"reason"`
+	// Cause groups chains that are stale for the same reason (see
+	// StaleCause*).
+	Cause string `json:"cause"`
 }
 
 // StaleOptions tune the "not due yet" judgement.
@@ -51,13 +56,21 @@ func Stale(n *Node, opts StaleOptions) *StaleReport {
 	if !found.HaveObjects {
 		rep.Notes = append(rep.Notes, "no API objects given: only leftovers of older versions can be told; pass --from-objects (or use --node on a cluster) to find chains no current Service owns")
 	}
-	due := 0
-	for _, c := range found.Chains {
-		v := StaleVerdict{StaleChain: c}
-		v.Reason, v.NotDueYet = staleReason(c, rep.LargeClusterMode[c.Family], opts)
-		if v.NotDueYet {
-			due++
+	if n.Select != nil {
+		var kept []correlate.StaleElement
+		for _, e := range rep.Elements {
+			if e.Owner != "" && n.selected(e.Owner) {
+				kept = append(kept, e)
+			}
 		}
+		rep.Elements = append([]correlate.StaleElement{}, kept...)
+	}
+	for _, c := range found.Chains {
+		if n.Select != nil && (c.ServicePort == "" || !n.selected(c.ServicePort)) {
+			continue
+		}
+		v := StaleVerdict{StaleChain: c}
+		v.Cause, v.Reason, v.NotDueYet = staleReason(c, rep.LargeClusterMode[c.Family], opts)
 		rep.Chains = append(rep.Chains, v)
 	}
 	// A leftover that jumps to a chain kube-proxy deletes is no longer
@@ -65,13 +78,12 @@ func Stale(n *Node, opts StaleOptions) *StaleReport {
 	for _, b := range blockingLeftovers(rep) {
 		for i := range rep.Chains {
 			if c := &rep.Chains[i]; c.Chain == b.leftover.Chain && c.Family == b.leftover.Family {
+				c.Cause = StaleCauseBlockingLeftover
 				c.Reason = fmt.Sprintf("left by kube-proxy ≤1.23 (KUBE-XLB- became KUBE-EXT-/KUBE-SVL- in 1.24) for %s, and it still jumps to %s, which kube-proxy deletes: the kernel refuses to delete a referenced chain, so every restore fails while it is there. Remove it with `iptables -t nat -F %[3]s && iptables -t nat -X %[3]s` on the node", orUnknownOwner(c.ServicePort), b.target.Chain, c.Chain)
 			}
 		}
 	}
-	if due > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d stale chains are simply not cleaned up yet: kube-proxy removes them on its own (see each reason); nobody needs to act unless they are still there after %s", due, len(rep.Chains), 2*opts.SyncPeriod))
-	}
+	rep.Groups = groupStale(rep.Chains, n.Objects, opts)
 	rep.NotChecked = gapsOf(n.gaps(), gapObjects)
 	problems := len(blockingLeftovers(rep)) > 0
 	for _, c := range rep.Chains {
@@ -82,7 +94,7 @@ func Stale(n *Node, opts StaleOptions) *StaleReport {
 	return rep
 }
 
-func staleReason(s correlate.StaleChain, largeMode bool, opts StaleOptions) (string, bool) {
+func staleReason(s correlate.StaleChain, largeMode bool, opts StaleOptions) (cause, reason string, notDue bool) {
 	owner := "a Service port that no longer exists"
 	if s.ServicePort != "" {
 		owner = s.ServicePort
@@ -93,19 +105,19 @@ func staleReason(s correlate.StaleChain, largeMode bool, opts StaleOptions) (str
 	nft := s.Mode == string(kubeproxy.ModeNFTables)
 	switch {
 	case strings.HasPrefix(s.Chain, kubeproxy.PrefixXLB):
-		return fmt.Sprintf("left by kube-proxy ≤1.23 (KUBE-XLB- became KUBE-EXT-/KUBE-SVL- in 1.24) for %s; newer kube-proxy never deletes it. Harmless if unreferenced; remove it with `iptables -t nat -F %[2]s && iptables -t nat -X %[2]s` on the node", owner, s.Chain), false
+		return StaleCauseLeftover, fmt.Sprintf("left by kube-proxy ≤1.23 (KUBE-XLB- became KUBE-EXT-/KUBE-SVL- in 1.24) for %s; newer kube-proxy never deletes it. Harmless if unreferenced; remove it with `iptables -t nat -F %[2]s && iptables -t nat -X %[2]s` on the node", owner, s.Chain), false
 	case s.Chain == kubeproxy.ChainMarkDrop:
-		return "created by kubelet ≤1.27 (IPTablesOwnershipCleanup removed it in 1.28); nothing uses it. Harmless", false
+		return StaleCauseMarkDrop, "created by kubelet ≤1.27 (IPTablesOwnershipCleanup removed it in 1.28); nothing uses it. Harmless", false
 	case s.Referenced:
-		return fmt.Sprintf("owned by %s but still reached from %s: new connections can be sent to a Service or endpoint that is gone. kube-proxy rewrites the referring chain on its next sync of that Service; if this stays, kube-proxy is not syncing (see `counts`/`triage`)", owner, strings.Join(s.ReferencedBy, ", ")), false
+		return StaleCauseReferenced, fmt.Sprintf("owned by %s but still reached from %s: new connections can be sent to a Service or endpoint that is gone. kube-proxy rewrites the referring chain on its next sync of that Service; if this stays, kube-proxy is not syncing (see `counts`/`triage`)", owner, strings.Join(s.ReferencedBy, ", ")), false
 	case nft && s.Flushed:
-		return fmt.Sprintf("flushed by kube-proxy (was %s); it deletes flushed chains on a later sync, more than 1 s after flushing them (kernels before 6.2 need the delay)", owner), true
+		return StaleCauseFlushed, fmt.Sprintf("flushed by kube-proxy (was %s); it deletes flushed chains on a later sync, more than 1 s after flushing them (kernels before 6.2 need the delay)", owner), true
 	case nft:
-		return fmt.Sprintf("was %s; kube-proxy flushes it on its next sync and deletes it on the one after", owner), true
+		return StaleCauseNFTPending, fmt.Sprintf("was %s; kube-proxy flushes it on its next sync and deletes it on the one after", owner), true
 	case largeMode:
-		return fmt.Sprintf("was %s; in large-cluster mode (more than 1000 endpoints) kube-proxy deletes stale chains at most once per syncPeriod (%s), so it lingers for up to that long", owner, opts.SyncPeriod), true
+		return StaleCauseLargeCluster, fmt.Sprintf("was %s; in large-cluster mode (more than 1000 endpoints) kube-proxy deletes stale chains at most once per syncPeriod (%s), so it lingers for up to that long", owner, opts.SyncPeriod), true
 	default:
-		return fmt.Sprintf("was %s; unreferenced, so harmless. kube-proxy deletes stale chains on every sync: if it stays, kube-proxy is not syncing or another writer re-creates it", owner), true
+		return StaleCauseNextSync, fmt.Sprintf("was %s; unreferenced, so harmless. kube-proxy deletes stale chains on every sync: if it stays, kube-proxy is not syncing or another writer re-creates it", owner), true
 	}
 }
 

@@ -106,7 +106,7 @@ func Triage(n *Node) *TriageReport {
 	for _, w := range n.CollectionNotes {
 		add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "collection", Subject: n.Name}, tag: tagOther}, "%s", w)
 	}
-	rep.Chains = summarize(n.attribution())
+	rep.Chains = MapChains(n).Summary
 	if n.NameEvidence != "" {
 		rep.Identity = NodeIdentity{Inferred: n.Name, Evidence: n.NameEvidence}
 	} else {
@@ -135,6 +135,9 @@ func Triage(n *Node) *TriageReport {
 	// Services.
 	if n.Objects != nil {
 		for _, ex := range correlate.ExplainAll(rs, n.Objects, n.Objects.NodeView(n.Name)) {
+			if n.Select != nil && !n.Select(ex.Namespace, ex.Name) {
+				continue
+			}
 			for _, pp := range judgeExplanation(ex).Ports {
 				for _, p := range pp.Problems {
 					tag := tagService

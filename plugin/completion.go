@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"context"
+	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
 // Shell completion. Static completion (sub-commands, flags, fixed flag
@@ -188,6 +193,16 @@ func ServiceArgCompletion(cluster Cluster) cobra.CompletionFunc {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
+		// Offline, the Services of --from-objects.
+		if files, _ := cmd.Flags().GetStringArray("from-objects"); len(files) > 0 {
+			ns, _ := cmd.Flags().GetString("namespace")
+			if all, _ := cmd.Flags().GetBool("all-namespaces"); all {
+				ns = ""
+			}
+			if names, ok := offlineServices(&InputOptions{Objects: files}, ns, toComplete); ok {
+				return names, cobra.ShellCompDirectiveNoFileComp
+			}
+		}
 		return svc(cmd, args, toComplete)
 	}
 }
@@ -233,4 +248,88 @@ func AddKubectlFlags(root *cobra.Command) (*genericclioptions.ConfigFlags, Clust
 	cluster := ClusterFromFlags(cf)
 	registerKubectlFlagCompletions(root, cf, cluster)
 	return cf, cluster
+}
+
+// offlineInputs are the --from-dump and --from-objects files of a command
+// line being completed, read quietly: completion works on saved inputs.
+func offlineInputs(in *InputOptions) (*Loaded, bool) {
+	if len(in.Dumps) == 0 && len(in.Objects) == 0 {
+		return nil, false
+	}
+	quiet := *in
+	quiet.ErrOut = io.Discard
+	l := &Loaded{Ruleset: &inspect.Ruleset{}}
+	if len(in.Dumps) > 0 {
+		loaded, err := quiet.load()
+		if err != nil {
+			cobra.CompDebugln(err.Error(), false)
+			return nil, false
+		}
+		l = loaded
+	} else if objs, err := quiet.readObjects(); err == nil {
+		l.Objects = objs
+	}
+	return l, true
+}
+
+// chainArgCompletion completes chain names from the dumps and objects on
+// the command line: the chains a dump holds, or the names kube-proxy would
+// give the objects' Service ports and endpoints.
+func chainArgCompletion(o *MapOptions) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		l, ok := offlineInputs(&o.Inputs)
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		seen := map[string]bool{}
+		var names []string
+		add := func(n string) {
+			if !seen[n] && strings.HasPrefix(n, toComplete) && correlate.LooksLikeChain(n) {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+		for _, t := range l.Ruleset.IPTables {
+			for _, c := range t.Chains {
+				add(c.Name)
+			}
+		}
+		for _, t := range l.Ruleset.NFTables {
+			for _, c := range t.Chains {
+				add(c.Name)
+			}
+		}
+		if len(names) == 0 && l.Objects != nil {
+			for _, sp := range l.Objects.ServicePorts() {
+				for _, c := range correlate.ChainsOfService([]*correlate.ServicePort{sp}) {
+					add(c)
+				}
+			}
+		}
+		sort.Strings(names)
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// offlineServices completes svc/NAME from --from-objects, when given.
+func offlineServices(in *InputOptions, namespace, toComplete string) ([]string, bool) {
+	if len(in.Objects) == 0 {
+		return nil, false
+	}
+	quiet := *in
+	quiet.ErrOut = io.Discard
+	objs, err := quiet.readObjects()
+	if err != nil {
+		return nil, false
+	}
+	var names []string
+	for _, s := range objs.Services {
+		if namespace == "" || s.Namespace == namespace {
+			names = append(names, "svc/"+s.Name)
+		}
+	}
+	sort.Strings(names)
+	// Cobra parses a command's flags twice while completing, so a
+	// --from-objects array holds each file twice.
+	return withPrefix(slices.Compact(names), toComplete), true
 }

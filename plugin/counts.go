@@ -60,7 +60,11 @@ func (o *CountsOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		rep := diagnose.Counts(l.Node)
 		rep.Node = l.Node.Name
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderCounts(out, t, rep) }, rep.Status, rep.NotChecked}, nil
+		return built{report: rep, status: rep.Status, notChecked: rep.NotChecked,
+			render: func(out io.Writer, t *Terminal) error { return renderCounts(out, t, rep) },
+			rows: func() rows {
+				return rows{kind: "table", items: anySlice(rep.Tables), name: func(i int) string { return string(rep.Tables[i].Family) + "/" + rep.Tables[i].Table }}
+			}}, nil
 	})
 }
 

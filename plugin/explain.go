@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,25 +19,38 @@ type ExplainOptions struct {
 	analysisOptions
 	Port string
 
-	kube      *genericclioptions.ConfigFlags
+	kube *genericclioptions.ConfigFlags
+	// namespace is "" with -A: the Service is looked up in every namespace.
 	namespace string
 	name      string
+	// chain is set when explain was given a chain name: its Service is
+	// explained. lookup is what the chain turned out to be.
+	chain  string
+	lookup *correlate.Lookup
+	// list: -l without a name explains every selected Service.
+	list bool
 }
 
 const explainExample = `  # Why does svc/web in namespace shop get no traffic on this node?
   %[1]s explain svc/web -n shop --node ip-10-0-1-7
 
+  # Which Service is this chain from a log line, and what is its path?
+  %[1]s explain KUBE-SEP-GXKVICYM64SODBWJ --node ip-10-0-1-7
+
   # The same from a dump saved on the node and the objects saved from the cluster
   %[1]s explain svc/web -n shop --from-dump iptables-save.txt --from-objects objects.json --node ip-10-0-1-7
 
-  # One port only, as JSON
-  %[1]s explain web -n shop --port https --from-dump ruleset.json --from-objects objects.json -o json`
+  # Every Service labelled app=web, in whichever namespace, as JSON
+  %[1]s explain -A -l app=web --from-bundle ./bundle -o json
+
+  # One port only
+  %[1]s explain web -n shop --port https --from-dump ruleset.json --from-objects objects.json`
 
 // NewCmdExplain builds `explain`.
 func NewCmdExplain(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &ExplainOptions{analysisOptions: analysisOptions{IOStreams: streams}, kube: kube}
 	cmd := &cobra.Command{
-		Use:   "explain svc/NAME [-n NAMESPACE] [--port PORT] (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
+		Use:   "explain (svc/NAME | CHAIN | -l SELECTOR) [-n NAMESPACE | -A] [--port PORT] (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "Show the path a packet for a Service takes on the node, against its EndpointSlices",
 		Long: `Explain one Service on one node: for each port, the rules that catch its
 traffic (cluster IP, node port, external and load-balancer IPs, source ranges,
@@ -48,41 +62,66 @@ the rules that the slices no longer have, shares that do not add up.
 
 Use it first when a Service "gets no traffic" on a node.
 
+The Service is svc/NAME (or NAME) in the -n namespace, else the kubeconfig
+context's; -A looks it up in every namespace. A kube-proxy chain name
+(KUBE-SVC-…, KUBE-SEP-…, service-…/endpoint-… of nftables, or just the
+hash part) explains the Service that owns it. -l SELECTOR instead of a name
+explains every Service with those labels.
+
 ` + exitStatusHelp,
 		Example: fmt.Sprintf(explainExample, name),
-		Args:    cobra.ExactArgs(1),
+		Args:    cobra.MaximumNArgs(1),
 		RunE:    runAnalysis(o),
 	}
 	o.Inputs.AddFlags(cmd, kube)
+	o.Inputs.addSelectFlags(cmd)
 	cmd.Flags().StringVar(&o.Port, "port", "", "only this port (name or number)")
 	o.Out.AddFlags(cmd, false)
 	return cmd
 }
 
-// Complete reads svc/NAME and the namespace: -n, else the kubeconfig
-// context's, as kubectl does.
+// Complete reads the argument (svc/NAME, a chain, or none with -l) and the
+// namespace: -n, else the kubeconfig context's, as kubectl does; none with
+// -A.
 func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.analysisOptions.Complete(cmd, args); err != nil {
 		return err
+	}
+	o.namespace = kubeNamespace(o.kube)
+	if o.Inputs.AllNamespaces {
+		o.namespace = ""
+	}
+	switch {
+	case len(args) == 0 && o.Inputs.Selector == "":
+		return fmt.Errorf("explain needs a Service (svc/NAME), a chain name or -l SELECTOR\nUsage: %s", cmd.UseLine())
+	case len(args) == 0:
+		o.list = true
+		return nil
+	case o.Inputs.Selector != "":
+		return fmt.Errorf("a Service name cannot be given with -l (--selector): name one Service or select several")
 	}
 	ref := args[0]
 	if kind, name, ok := strings.Cut(ref, "/"); ok {
 		switch strings.ToLower(kind) {
 		case "svc", "service", "services":
 		default:
-			return fmt.Errorf("explain takes a Service (svc/NAME), not %q", ref)
+			return fmt.Errorf("explain takes a Service (svc/NAME) or a chain name, not %q", ref)
 		}
 		ref = name
+	} else if correlate.LooksLikeChain(ref) {
+		o.chain = ref
+		return nil
 	}
 	o.name = ref
-	o.namespace = kubeNamespace(o.kube)
-	o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+	if o.namespace != "" {
+		o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+	}
 	return nil
 }
 
 // Validate checks the options.
 func (o *ExplainOptions) Validate() error {
-	if o.name == "" {
+	if !o.list && o.name == "" && o.chain == "" {
 		return fmt.Errorf("name the Service: explain svc/NAME")
 	}
 	if err := o.analysisOptions.Validate(); err != nil {
@@ -94,45 +133,202 @@ func (o *ExplainOptions) Validate() error {
 	return nil
 }
 
-// Run explains the Service.
+// Run explains the Service (or each selected one).
 func (o *ExplainOptions) Run() error {
+	if o.Inputs.live() && !o.list {
+		// Find the Service before reading the node: a typo, a chain name or
+		// -A is answered from the cluster's objects, with no debug pod.
+		objs, err := o.Inputs.loadObjectsOnly()
+		if err != nil {
+			return err
+		}
+		if err := o.resolve(objs.Objects, nil); err != nil {
+			return err
+		}
+		o.Inputs.preloaded = objs.Objects
+		o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+	}
 	return o.run(func(l *Loaded) (built, error) {
+		if o.list {
+			return o.explainList(l)
+		}
+		if err := o.resolve(l.Objects, l.Node); err != nil {
+			return built{}, err
+		}
 		ex, err := diagnose.ExplainService(l.Node, o.namespace, o.name, o.Port)
 		if err != nil {
 			return built{}, err
 		}
-		return built{ex, func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) }, ex.Status, nil}, nil
+		ex.Lookup = o.lookup
+		return built{report: ex, status: ex.Status,
+			render: func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) },
+			rows:   func() rows { return portRows(ex) }}, nil
 	})
 }
 
+// resolve turns a chain name into its Service, and a name looked up in
+// every namespace (-A) into its namespace. node, when given, has the rules:
+// a chain is then looked up in them first (a stale one is known there).
+func (o *ExplainOptions) resolve(objs *correlate.Objects, node *diagnose.Node) error {
+	if objs == nil {
+		return fmt.Errorf("explain needs the Services and EndpointSlices: pass --from-objects (kubectl get services,endpointslices -A -o json)")
+	}
+	if o.chain != "" && o.name == "" {
+		var found []correlate.Lookup
+		if node != nil {
+			found = diagnose.LookupChains(node, []string{o.chain}).Chains
+		} else {
+			found, _ = correlate.LookupChains([]string{o.chain}, nil, nil, objs)
+		}
+		if len(found) == 0 {
+			return correlate.UnknownChainError([]string{o.chain}, node != nil, true)
+		}
+		ns, name, port, err := correlate.ServiceOfChain(o.chain, found)
+		if err != nil {
+			return err
+		}
+		o.namespace, o.name, o.lookup = ns, name, &found[0]
+		if o.Port == "" {
+			o.Port = port
+		}
+	}
+	if o.namespace == "" {
+		svc, err := correlate.ResolveService(objs, "", o.name)
+		if err != nil {
+			return err
+		}
+		o.namespace = svc.Namespace
+	}
+	return nil
+}
+
+// explainList explains every Service -l (and -n, or -A) selects.
+func (o *ExplainOptions) explainList(l *Loaded) (built, error) {
+	sel, err := o.Inputs.selectServices(l.Objects)
+	if err != nil {
+		return built{}, err
+	}
+	ns := o.namespace
+	l.Node.Select = func(namespace, name string) bool {
+		return (ns == "" || namespace == ns) && (sel == nil || sel(namespace, name))
+	}
+	list := diagnose.ExplainServices(l.Node)
+	if len(list.Items) == 0 {
+		where := "namespace " + ns
+		if ns == "" {
+			where = "any namespace"
+		}
+		return built{}, fmt.Errorf("no Service in %s matches -l %q", where, o.Inputs.Selector)
+	}
+	return built{report: list, status: list.Status,
+		render: func(out io.Writer, t *Terminal) error {
+			for i, ex := range list.Items {
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				if err := renderExplanation(out, t, ex); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		rows: func() rows {
+			all := rows{kind: "serviceport"}
+			var names []string
+			for _, ex := range list.Items {
+				for _, p := range ex.Ports {
+					all.items = append(all.items, p)
+					names = append(names, portName(p))
+				}
+			}
+			all.name = func(i int) string { return names[i] }
+			return all
+		}}, nil
+}
+
+// portRows are one explanation's ports, a row each.
+func portRows(ex *diagnose.ServiceExplanation) rows {
+	return rows{kind: "serviceport", items: anySlice(ex.Ports), name: func(i int) string {
+		return portName(ex.Ports[i])
+	}}
+}
+
+// portName names a port's row: port/mode/family.
+func portName(p diagnose.PortReport) string {
+	return p.ServicePort + "/" + p.Mode + "/" + p.Family
+}
+
+// Tree depths: a port's children are indented 4 columns, theirs 8.
+const (
+	treeIndent1 = 4
+	treeIndent2 = 8
+)
+
 func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanation) error {
 	st := t.styles()
-	head := fmt.Sprintf("svc %s/%s", ex.Namespace, ex.Name)
-	facts := []string{ex.Type, "affinity " + ex.SessionAffinity}
+	name := func(chain string, avail int) string { return t.chainName(chain, avail) }
+	if c := ex.Lookup; c != nil {
+		what := string(c.Kind) + " chain of " + c.ServicePort
+		if c.Endpoint != "" {
+			what = "endpoint " + c.Endpoint + " of " + c.ServicePort
+		}
+		if !c.InDump {
+			what += " (recomputed from the objects; not in the dump)"
+		}
+		fmt.Fprintln(out, fitParts(t.Width, "  ", " ", st.header.Render(name(c.Chain, t.Width)), "is", "the", what))
+	}
+	facts := []string{ex.Type + ",", "affinity " + ex.SessionAffinity}
 	if ex.AffinitySeconds > 0 && ex.SessionAffinity == "ClientIP" {
 		facts[1] += fmt.Sprintf(" (%ds)", ex.AffinitySeconds)
 	}
+	facts[1] += ","
 	facts = append(facts, "internal policy "+ex.InternalTrafficPolicy)
 	if ex.ExternalTrafficPolicy != "" {
+		facts[len(facts)-1] += ","
 		facts = append(facts, "external policy "+ex.ExternalTrafficPolicy)
 	}
-	fmt.Fprintln(out, st.group.Render(head)+" "+st.dim.Render(strings.Join(facts, ", ")))
+	head := []string{st.group.Render(fmt.Sprintf("svc %s/%s", ex.Namespace, ex.Name))}
+	for _, f := range facts {
+		head = append(head, st.dim.Render(f))
+	}
+	fmt.Fprintln(out, fitParts(t.Width, "  ", " ", head...))
 	if len(ex.ClusterIPs) > 0 {
-		fmt.Fprintln(out, st.dim.Render("cluster IPs: "+strings.Join(ex.ClusterIPs, ", ")))
+		fmt.Fprintln(out, st.dim.Render(wrapIndent("cluster IPs: "+strings.Join(ex.ClusterIPs, ", "), t.Width, 2)))
 	}
 	if len(ex.Ports) == 0 {
-		fmt.Fprintln(out, "kube-proxy writes no rules for this Service (headless or ExternalName), or the dump has no table for its IP family.")
+		fmt.Fprintln(out, wrap("kube-proxy writes no rules for this Service (headless or ExternalName), or the dump has no table for its IP family.", t.Width))
 		return nil
 	}
+	avail1, avail2 := t.Width-treeIndent1, t.Width-treeIndent2
 	for _, pp := range ex.Ports {
-		title := fmt.Sprintf("%s %s  %s %s", pp.ServicePort, pp.Protocol, pp.Mode, pp.Family)
+		title := []string{pp.ServicePort, pp.Protocol + " ", pp.Mode, pp.Family}
 		if pp.Topology != "" {
-			title += "  topology " + pp.Topology
+			title = append(title, " topology "+pp.Topology)
 		}
-		root := t.newTree(st.header.Render(title))
+		root := t.newTree(st.header.Render(fitParts(t.Width, "  ", " ", title...)))
 		entries := t.newTree("entries")
+		// The entries as columns; the chain holding each rule only when
+		// it fits (the kind says it: KUBE-SERVICES or KUBE-NODEPORTS).
+		rows := make([][]string, 0, len(pp.Entries))
 		for _, e := range pp.Entries {
-			entries.Child(fmt.Sprintf("%-16s %-24s %s → %s", e.Kind, e.Address, e.Chain, shortName(e.Target)))
+			rows = append(rows, []string{e.Kind, e.Address, name(e.Chain, avail2) + " → " + name(e.Target, avail2)})
+		}
+		if tableWidth(nil, rows) > avail2 {
+			for i, e := range pp.Entries {
+				rows[i][2] = "→ " + name(e.Target, avail2)
+			}
+		}
+		if tableWidth(nil, rows) > avail2 {
+			// Still too wide (a long nftables name): the target below.
+			for _, r := range rows {
+				entries.Child(r[0] + "  " + r[1] + "\n  " + r[2])
+			}
+		} else {
+			for _, line := range strings.Split(strings.TrimSuffix(alignColumns(rows, "", func(int, int) lipgloss.Style { return t.Renderer.NewStyle() }), "\n"), "\n") {
+				if line != "" {
+					entries.Child(line)
+				}
+			}
 		}
 		if len(pp.Entries) == 0 {
 			entries.Child(st.bad.Render("none: no rule catches this port's traffic"))
@@ -143,22 +339,28 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 			byEndpoint[ep.Endpoint] = ep
 		}
 		for _, r := range pp.Routes {
-			chains := make([]string, len(r.Chains))
+			parts := []string{r.Traffic + ":"}
 			for i, c := range r.Chains {
-				chains[i] = shortName(c)
+				if i > 0 {
+					parts = append(parts, "→ "+name(c, avail1-4))
+				} else {
+					parts = append(parts, name(c, avail1-4))
+				}
 			}
-			label := r.Traffic + ": " + strings.Join(chains, " → ")
 			if r.AffinitySeconds > 0 {
-				label += fmt.Sprintf("  (ClientIP affinity %ds)", r.AffinitySeconds)
+				parts = append(parts, fmt.Sprintf("(ClientIP affinity %ds)", r.AffinitySeconds))
 			}
-			rt := t.newTree(label)
+			rt := t.newTree(fitParts(avail1, "    ", " ", parts...))
 			for _, h := range r.Hops {
 				ep := byEndpoint[h.Endpoint]
-				via := ""
+				hop := []string{percent(h.Share) + " "}
+				dnat := "DNAT " + h.Endpoint
 				if h.Chain != "" {
-					via = shortName(h.Chain) + " → "
+					hop = append(hop, name(h.Chain, avail2-2))
+					dnat = "→ " + dnat
 				}
-				rt.Child(fmt.Sprintf("%s  %sDNAT %s  %s", percent(h.Share), via, h.Endpoint, sliceState(st, ep)))
+				hop = append(hop, dnat, " "+sliceState(st, ep))
+				rt.Child(fitParts(avail2, "  ", " ", hop...))
 			}
 			if len(r.Hops) == 0 {
 				rt.Child(st.warn.Render("no endpoint"))
@@ -173,12 +375,12 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 			if ep.InRules {
 				continue
 			}
-			line := fmt.Sprintf("%s  %s", ep.Endpoint, sliceState(st, ep))
+			line := fitParts(avail2, "  ", "  ", ep.Endpoint, sliceState(st, ep))
 			switch {
 			case ep.Expected:
 				missing = append(missing, line)
 			case ep.Why != "":
-				unused = append(unused, line+"\n"+st.dim.Render(wrap(ep.Why, t.Width-12)))
+				unused = append(unused, line+"\n"+st.dim.Render(wrap(ep.Why, avail2)))
 			default:
 				unused = append(unused, line)
 			}
@@ -200,7 +402,7 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 		if len(pp.Problems) > 0 {
 			pr := t.newTree("problems")
 			for _, p := range pp.Problems {
-				pr.Child(severityStyle(st, p.Severity).Render(string(p.Severity)) + " " + wrap(p.Message, t.Width-16))
+				pr.Child(severityStyle(st, p.Severity).Render(string(p.Severity)) + " " + wrap(p.Message, avail2-8))
 			}
 			root.Child(pr)
 		} else {

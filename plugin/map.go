@@ -3,10 +3,12 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -17,7 +19,11 @@ import (
 )
 
 // MapOptions are the options of `map`.
-type MapOptions struct{ analysisOptions }
+type MapOptions struct {
+	analysisOptions
+	// chains are the names asked for: map CHAIN...
+	chains []string
+}
 
 const mapExample = `  # Which Service owns each kube-proxy chain of a node? (read live)
   %[1]s map --node ip-10-0-1-7
@@ -31,33 +37,73 @@ const mapExample = `  # Which Service owns each kube-proxy chain of a node? (rea
   %[1]s map --from-dump v4.txt --from-dump v6.txt --from-objects objects.json --node ip-10-0-1-7
 
   # nftables mode, from a pasted ruleset on stdin, as JSON
-  nft -j list ruleset | %[1]s map --from-dump - --from-objects objects.json -o json`
+  nft -j list ruleset | %[1]s map --from-dump - --from-objects objects.json -o json
+
+  # Which Service is KUBE-SEP-GXKVICYM64SODBWJ? (names recomputed from the
+  # cluster's Services and EndpointSlices: no node is read)
+  %[1]s map KUBE-SEP-GXKVICYM64SODBWJ
+
+  # ... on a node, with who jumps to it; a hash part is enough
+  %[1]s map GXKVICYM64SODBWJ --node ip-10-0-1-7`
 
 // NewCmdMap builds `map`.
 func NewCmdMap(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &MapOptions{analysisOptions{IOStreams: streams}}
+	o := &MapOptions{analysisOptions: analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
-		Use:   "map (--node NAME | --from-bundle DIR | --from-dump FILE [--from-objects FILE])",
+		Use:   "map [CHAIN...] (--node NAME | --from-bundle DIR | --from-dump FILE [--from-objects FILE])",
 		Short: "Attribute every kube-proxy chain to its Service port and endpoint",
 		Long: `Attribute every kube-proxy chain on a node to the Service port and endpoint it
 belongs to, by recomputing kube-proxy's own chain names from the Services and
 EndpointSlices. It works when large-cluster mode (more than 1000 endpoints) has
 removed the comments, for iptables (legacy and nft backends, IPv4 and IPv6) and
 nftables mode. Use it when a KUBE-SVC-/KUBE-SEP- name in a dump means nothing
-to you, or to find chains that no current Service or endpoint owns.`,
-		Example: fmt.Sprintf(mapExample, name),
-		Args:    cobra.NoArgs,
-		RunE:    runAnalysis(o),
+to you, or to find chains that no current Service or endpoint owns.
+
+Given chain names (KUBE-SVC-…, service-…, or just their hash part), map shows
+only those: kind, owner, endpoint, whether stale, and which chains jump to
+them. Without a node or dump it answers from the objects alone (the cluster's,
+or --from-objects) by recomputing kube-proxy's names. An unknown name exits 1.`,
+		Example:           fmt.Sprintf(mapExample, name),
+		Args:              cobra.ArbitraryArgs,
+		RunE:              runAnalysis(o),
+		ValidArgsFunction: chainArgCompletion(o),
 	}
 	o.addFlags(cmd, kube, true)
 	return cmd
 }
 
+// Complete takes the chain names.
+func (o *MapOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.analysisOptions.Complete(cmd, args); err != nil {
+		return err
+	}
+	o.chains = args
+	o.Inputs.objectsOnly = len(args) > 0
+	return nil
+}
+
+// Validate checks the chain names.
+func (o *MapOptions) Validate() error {
+	for _, c := range o.chains {
+		if !correlate.LooksLikeChain(c) {
+			return fmt.Errorf("%q is not a kube-proxy chain name: map takes KUBE-SVC-/SVL-/EXT-/FW-/SEP-/XLB-… (iptables), service-/local-/external-/firewall-/endpoint-… (nftables), or their hash part", c)
+		}
+	}
+	return o.analysisOptions.Validate()
+}
+
 // Run loads the inputs, attributes and prints.
 func (o *MapOptions) Run() error {
+	if len(o.chains) > 0 {
+		return o.lookup()
+	}
 	return o.run(func(l *Loaded) (built, error) {
 		m := diagnose.MapChains(l.Node)
-		return built{m, func(out io.Writer, t *Terminal) error { return renderChainMap(out, t, m, o.Out.Wide()) }, "", nil}, nil
+		return built{report: m,
+			render: func(out io.Writer, t *Terminal) error { return renderChainMap(out, t, m, o.Out.Wide()) },
+			rows: func() rows {
+				return rows{kind: "chain", items: anySlice(m.Chains), name: func(i int) string { return m.Chains[i].Chain }}
+			}}, nil
 	})
 }
 
@@ -128,16 +174,15 @@ func familyShort(f string) string {
 	return f
 }
 
-// mapRows builds the table rows for text and wide output.
+// mapRows builds the table rows for text and wide output. Plain text
+// leaves out the fixed chains, and the stale and unowned ones (listed below
+// the table by mapSections); -o wide lists every chain with every column.
 func mapRows(m *diagnose.ChainMap, wide bool) (headers []string, rows [][]string) {
-	headers = []string{"SERVICE PORT", "PROTO", "FAM", "KIND", "CHAIN", "ENDPOINT", "STATUS"}
+	headers = []string{"SERVICE", "KIND", "CHAIN", "ENDPOINT", "FAM", "PROTOCOL"}
 	if wide {
-		headers = []string{"SERVICE PORT", "PROTO", "MODE", "FAMILY", "TABLE", "KIND", "CHAIN", "ENDPOINT", "RULES", "EVIDENCE", "STATUS"}
+		headers = []string{"SERVICE", "PROTOCOL", "MODE", "FAMILY", "TABLE", "KIND", "CHAIN", "ENDPOINT", "RULES", "EVIDENCE", "STATUS"}
 	}
 	for _, c := range groupedChains(m.Chains) {
-		if c.Kind == kubeproxy.KindFixed && !wide {
-			continue
-		}
 		owner := c.ServicePort
 		if owner == "" {
 			owner = "-"
@@ -147,9 +192,77 @@ func mapRows(m *diagnose.ChainMap, wide bool) (headers []string, rows [][]string
 				strconv.Itoa(int(c.Rules)), c.Evidence.String(), chainStatus(&c)})
 			continue
 		}
-		rows = append(rows, []string{owner, c.Protocol, familyShort(c.Family), string(c.Kind), c.Chain, c.Endpoint, chainStatus(&c)})
+		if c.Kind == kubeproxy.KindFixed || c.Stale || c.ServicePort == "" {
+			continue
+		}
+		rows = append(rows, []string{owner, string(c.Kind), c.Chain, c.Endpoint, familyShort(c.Family), c.Protocol})
 	}
 	return headers, rows
+}
+
+// fitMapTable drops the columns a narrow table can do without, and the
+// family when there is only one. An nftables chain's name holds its
+// Service port and endpoint, so those columns go before the name is cut
+// (which pipes never do). The family stays longest: the ip and ip6 tables
+// hold chains of the same name.
+func fitMapTable(m *diagnose.ChainMap, headers []string, rows [][]string, width int) ([]string, [][]string) {
+	nft := true
+	for _, c := range m.Chains {
+		nft = nft && c.Mode == string(kubeproxy.ModeNFTables)
+	}
+	families := map[string]bool{}
+	col := slices.Index(headers, "FAM")
+	for _, r := range rows {
+		families[r[col]] = true
+	}
+	order := []string{"PROTOCOL", "KIND", "FAM"}
+	if nft {
+		order = []string{"PROTOCOL", "ENDPOINT", "SERVICE", "KIND", "FAM"}
+	}
+	if len(families) == 1 {
+		headers, rows = fitColumns(headers, rows, 0, "FAM") // 0: drop it however narrow the table
+	}
+	return fitColumns(headers, rows, width, order...)
+}
+
+// mapSections lists, below the plain table, the chains it leaves out:
+// stale ones with their former owner, and those no owner was found for.
+func mapSections(out io.Writer, t *Terminal, m *diagnose.ChainMap) {
+	st := t.styles()
+	var stale, unowned [][]string
+	for _, c := range groupedChains(m.Chains) {
+		switch {
+		case c.Kind == kubeproxy.KindFixed:
+		case c.Stale:
+			owner := c.ServicePort
+			if owner == "" {
+				owner = "(former owner unknown)"
+			}
+			if c.Endpoint != "" {
+				owner += " → " + c.Endpoint
+			}
+			stale = append(stale, []string{c.Chain, familyShort(c.Family), owner})
+		case c.ServicePort == "":
+			unowned = append(unowned, []string{c.Chain, familyShort(c.Family), c.Table})
+		}
+	}
+	section := func(title string, rows [][]string, style lipgloss.Style) {
+		if len(rows) == 0 {
+			return
+		}
+		fmt.Fprintln(out, style.Render(title))
+		// An nftables name already says its owner.
+		if tableWidth(nil, rows)+2 > t.Width {
+			for i, r := range rows {
+				if _, ok := correlate.ParseNFTName(r[0]); ok {
+					rows[i] = r[:2]
+				}
+			}
+		}
+		fmt.Fprint(out, alignColumns(rows, "  ", func(int, int) lipgloss.Style { return t.Renderer.NewStyle() }))
+	}
+	section(fmt.Sprintf("%d stale (no current Service or endpoint owns them; see `stale`):", len(stale)), stale, st.bad)
+	section(fmt.Sprintf("%d without an owner (pass --from-objects, or see -o wide):", len(unowned)), unowned, st.warn)
 }
 
 // summaryLine says what the table holds, in lines that fit 80 columns.
@@ -165,4 +278,66 @@ func summaryLine(m *diagnose.ChainMap, wide bool) string {
 		line += "\nstale chains: pass --from-objects to judge"
 	}
 	return line
+}
+
+// lookup answers map CHAIN...: just those chains; exit 1 for a name that
+// matches nothing.
+func (o *MapOptions) lookup() error {
+	var unknown []string
+	haveDump, haveObjects := false, false
+	err := o.run(func(l *Loaded) (built, error) {
+		haveDump = len(l.Ruleset.IPTables)+len(l.Ruleset.NFTables) > 0
+		haveObjects = l.Objects != nil
+		rep := diagnose.LookupChains(l.Node, o.chains)
+		unknown = rep.Unknown
+		return built{report: rep,
+			render: func(out io.Writer, t *Terminal) error { return renderLookup(out, t, rep) },
+			rows: func() rows {
+				return rows{kind: "chain", items: anySlice(rep.Chains), name: func(i int) string { return rep.Chains[i].Chain }}
+			}}, nil
+	})
+	if err == nil && len(unknown) > 0 {
+		return correlate.UnknownChainError(unknown, haveDump, haveObjects)
+	}
+	return err
+}
+
+// renderLookup prints each chain asked for, one block each.
+func renderLookup(out io.Writer, t *Terminal, rep *diagnose.ChainLookup) error {
+	st := t.styles()
+	for _, c := range rep.Chains {
+		owner := c.ServicePort
+		if owner == "" {
+			owner = "(no owner found)"
+		}
+		where := ""
+		if c.TableRef != nil {
+			where = strings.TrimSpace(c.Mode + " " + c.Family + " " + c.Table)
+		}
+		fmt.Fprintf(out, "%s  %s\n", st.header.Render(c.Chain), st.dim.Render(where))
+		fmt.Fprintf(out, "  %-13s %s\n", "kind", c.Kind)
+		fmt.Fprintf(out, "  %-13s %s\n", "owner", owner)
+		if c.Endpoint != "" {
+			fmt.Fprintf(out, "  %-13s %s\n", "endpoint", c.Endpoint)
+		}
+		switch {
+		case !c.InDump:
+			fmt.Fprintf(out, "  %-13s %s\n", "in the dump", "no: the name is recomputed from the objects")
+		case c.Stale:
+			fmt.Fprintf(out, "  %-13s %s\n", "status", st.bad.Render("stale: owned by no current Service or endpoint"))
+		default:
+			fmt.Fprintf(out, "  %-13s %s\n", "status", "current")
+		}
+		if c.InDump {
+			refs := "nothing: unreferenced"
+			if len(c.ReferencedBy) > 0 {
+				refs = strings.Join(c.ReferencedBy, ", ")
+			}
+			fmt.Fprintln(out, "  "+wrapIndent(fmt.Sprintf("%-13s %s", "jumped to by", refs), t.Width-2, 16))
+		}
+		if len(c.Evidence.Names()) > 0 {
+			fmt.Fprintf(out, "  %-13s %s\n", "evidence", c.Evidence)
+		}
+	}
+	return nil
 }

@@ -56,7 +56,13 @@ type MasqOptions struct{ analysisOptions }
 func (o *MasqOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		rep := diagnose.Masquerade(l.Node)
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderMasq(out, t, rep.Families) }, rep.Status, rep.NotChecked}, nil
+		return built{report: rep, status: rep.Status, notChecked: rep.NotChecked,
+			render: func(out io.Writer, t *Terminal) error { return renderMasq(out, t, rep.Families) },
+			rows: func() rows {
+				return rows{kind: "family", items: anySlice(rep.Families), name: func(i int) string {
+					return string(rep.Families[i].Mode) + "/" + string(rep.Families[i].Family)
+				}}
+			}}, nil
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,62 +21,6 @@ import (
 // and OutputOptions, and its own flags; Complete fills what the flags
 // imply, Validate checks them before anything is read, Run loads the
 // inputs, asks package diagnose for the report and renders it.
-
-// OutputOptions are -o and --color, the same on every command.
-type OutputOptions struct {
-	Output string
-	Color  string
-	// wide says whether -o wide means something to the command; where it
-	// does not, it prints the default text.
-	wide bool
-	term *Terminal
-}
-
-// OutputFormats are the values of -o.
-var OutputFormats = []string{"text", "wide", "json", "yaml"}
-
-// ColorModes are the values of --color.
-var ColorModes = []string{"auto", "always", "never"}
-
-// AddFlags registers -o and --color. wide says whether the command has a
-// wide form.
-func (o *OutputOptions) AddFlags(cmd *cobra.Command, wide bool) {
-	o.Output, o.Color, o.wide = "text", "auto", wide
-	formats := "text, json or yaml"
-	if wide {
-		formats = "text, wide, json or yaml"
-	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: "+formats)
-	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
-}
-
-// Complete inspects the terminal the text goes to.
-func (o *OutputOptions) Complete(out io.Writer) error {
-	t, err := NewTerminal(out, o.Color)
-	o.term = t
-	return err
-}
-
-// Validate checks -o.
-func (o *OutputOptions) Validate() error {
-	for _, f := range OutputFormats {
-		if o.Output == f {
-			return nil
-		}
-	}
-	return fmt.Errorf("-o must be one of %s, not %q", strings.Join(OutputFormats, ", "), o.Output)
-}
-
-// Machine says whether the report is printed as JSON or YAML.
-func (o *OutputOptions) Machine() bool { return o.Output == "json" || o.Output == "yaml" }
-
-// Wide says whether -o wide was asked for and means something.
-func (o *OutputOptions) Wide() bool { return o.wide && o.Output == "wide" }
-
-// PrintMachine writes report as JSON or YAML.
-func (o *OutputOptions) PrintMachine(out io.Writer, report any) error {
-	return printMachine(out, o.Output, report)
-}
 
 // printMachine writes report as JSON (format "json") or YAML.
 func printMachine(out io.Writer, format string, report any) error {
@@ -158,6 +101,7 @@ type analysisOptions struct {
 func (o *analysisOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags, wide bool) {
 	o.Inputs.AddFlags(cmd, kube)
 	o.Out.AddFlags(cmd, wide)
+	o.Inputs.addSelectFlags(cmd)
 }
 
 // Complete reads --at and inspects the terminal.
@@ -184,6 +128,8 @@ type built struct {
 	status diagnose.Status
 	// notChecked is printed after the text, when render does not.
 	notChecked []diagnose.Gap
+	// rows are the report's rows for -o name, the templates and columns.
+	rows func() rows
 }
 
 // run loads the inputs, builds the report and prints it: JSON or YAML
@@ -198,9 +144,15 @@ func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
 	if err != nil {
 		return err
 	}
-	if o.Out.Machine() {
+	switch {
+	case o.Out.Machine():
 		err = o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})
-	} else if err = b.render(o.IOStreams.Out, o.Out.term); err == nil {
+	case o.Out.Listed():
+		err = o.Out.printRows(o.IOStreams.Out, b.rows())
+	default:
+		err = b.render(o.IOStreams.Out, o.Out.term)
+	}
+	if err == nil && !o.Out.Machine() && !o.Out.Listed() {
 		renderNotChecked(o.IOStreams.Out, o.Out.term, b.notChecked)
 	}
 	if code := exitCode(b.status); err == nil && code != ExitHealthy {

@@ -3,6 +3,8 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -74,13 +76,52 @@ func renderChainMap(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool)
 		return renderChainMapGrouped(out, t, m)
 	}
 	headers, rows := mapRows(m, wide)
-	if len(rows) > 0 {
-		if err := renderTable(out, t, headers, rows, len(headers)-1); err != nil {
-			return err
+	if wide {
+		if len(rows) > 0 {
+			if err := renderTable(out, t, headers, rows, len(headers)-1); err != nil {
+				return err
+			}
 		}
+	} else {
+		// One table per family when there are two: the ip and ip6
+		// tables hold chains of the same name, and a heading says which
+		// is which in less width than a column.
+		byFamily, families := splitByFamily(headers, rows)
+		for _, fam := range families {
+			if len(families) > 1 {
+				fmt.Fprintln(out, t.styles().group.Render(fam))
+			}
+			h, r := fitMapTable(m, headers, byFamily[fam], t.Width)
+			if err := renderTable(out, t, h, r, -1); err != nil {
+				return err
+			}
+		}
+		mapSections(out, t, m)
 	}
 	_, err := fmt.Fprintln(out, summaryLine(m, wide))
 	return err
+}
+
+// splitByFamily sorts the plain map rows by their FAM cell.
+func splitByFamily(headers []string, rows [][]string) (map[string][][]string, []string) {
+	col := slices.Index(headers, "FAM")
+	out := map[string][][]string{}
+	var families []string
+	for _, r := range rows {
+		fam := r[col]
+		if out[fam] == nil {
+			families = append(families, fam)
+		}
+		out[fam] = append(out[fam], r)
+	}
+	sort.Strings(families)
+	for i, f := range families {
+		if f == "v4" || f == "v6" {
+			families[i] = "IP" + f
+			out["IP"+f] = out[f]
+		}
+	}
+	return out, families
 }
 
 // renderChainMapGrouped prints one block per service port, which fits an
@@ -109,7 +150,15 @@ func renderChainMapGrouped(out io.Writer, t *Terminal, m *diagnose.ChainMap) err
 		fmt.Fprintln(out, st.group.Render(heading))
 		rows := make([][]string, 0, len(group))
 		for _, c := range group {
-			rows = append(rows, []string{familyShort(c.Family), string(c.Kind), shortChainName(c), c.Endpoint, chainStatus(&c)})
+			rows = append(rows, []string{familyShort(c.Family), string(c.Kind), c.Chain, c.Endpoint, chainStatus(&c)})
+		}
+		// A terminal too narrow for a whole name gets its middle elided
+		// (the prefix and hash stay); pipes never come here.
+		if over := tableWidth(nil, rows) - t.Width; over > 0 {
+			chainW := columnWidths(nil, rows)[2]
+			for _, r := range rows {
+				r[2] = elideMiddle(r[2], max(chainW-over, 24))
+			}
 		}
 		fmt.Fprint(out, alignColumns(rows, "  ", func(row, col int) lipgloss.Style {
 			if col == 4 && rows[row][4] != "" {

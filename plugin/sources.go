@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
@@ -36,6 +38,12 @@ type InputOptions struct {
 	Bundles []string
 	Node    string
 	Live    LiveOptions
+	// objectsOnly: no node is read (map CHAIN with no dump: the names are
+	// recomputed from the objects, the cluster's when none are given).
+	objectsOnly bool
+	// AllNamespaces (-A) and Selector (-l) select Services, with -n.
+	AllNamespaces bool
+	Selector      string
 	// At is --at: the time ages are judged against; at is it parsed (zero
 	// when not given).
 	At string
@@ -50,6 +58,9 @@ type InputOptions struct {
 
 	kube *genericclioptions.ConfigFlags
 	cmd  *cobra.Command
+	// preloaded are objects a command already read (explain resolves the
+	// Service before reading the node); a live read uses them.
+	preloaded *correlate.Objects
 	// collected is the manifest of the bundle being read (live or
 	// --from-bundle), on Load's copy.
 	collected *collect.Manifest
@@ -79,6 +90,55 @@ func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Conf
 	fs.StringArrayVar(&o.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")
 	fs.StringVar(&o.At, "at", "", "judge ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default: when the node was read (live or the bundle's collectedAt), else the newest timestamp in the metrics")
 	o.Live.AddFlags(cmd)
+}
+
+// addSelectFlags registers -A and -l; -n is kubectl's.
+func (o *InputOptions) addSelectFlags(cmd *cobra.Command) {
+	allHelp := "every namespace (the default; -n NAMESPACE for one)"
+	if cmd.Name() == "explain" {
+		allHelp = "look the Service up in every namespace (with -l, select in every namespace)"
+	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, allHelp)
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "only Services with these labels (e.g. app=web,tier!=db), as kubectl selects")
+}
+
+// namespaceFlag is -n as given on the command line ("" when not given).
+func (o *InputOptions) namespaceFlag() string {
+	if o.kube != nil && o.kube.Namespace != nil && !o.AllNamespaces {
+		return *o.kube.Namespace
+	}
+	return ""
+}
+
+// selectServices is -n and -l as a filter on Services, nil for all.
+func (o *InputOptions) selectServices(objs *correlate.Objects) (func(namespace, name string) bool, error) {
+	ns := o.namespaceFlag()
+	if ns == "" && o.Selector == "" {
+		return nil, nil
+	}
+	sel := labels.Everything()
+	if o.Selector != "" {
+		var err error
+		if sel, err = labels.Parse(o.Selector); err != nil {
+			return nil, fmt.Errorf("-l %q: %v", o.Selector, err)
+		}
+	}
+	svcLabels := map[string]map[string]string{}
+	if objs != nil {
+		for _, s := range objs.Services {
+			svcLabels[s.Namespace+"/"+s.Name] = s.Labels
+		}
+	}
+	return func(namespace, name string) bool {
+		if ns != "" && namespace != ns {
+			return false
+		}
+		if o.Selector == "" {
+			return true
+		}
+		l, ok := svcLabels[namespace+"/"+name]
+		return ok && sel.Matches(labels.Set(l))
+	}, nil
 }
 
 // Complete takes the streams and reads --at.
@@ -128,7 +188,7 @@ func (o *InputOptions) live() bool {
 
 // Validate checks the flags.
 func (o *InputOptions) Validate() error {
-	if len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" {
+	if len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" && !o.objectsOnly {
 		return fmt.Errorf("which node? Pass --node NAME to read it through the cluster, or --from-bundle DIR / --from-dump FILE to read a saved one")
 	}
 	if len(o.Dumps) > 0 && len(o.Bundles) > 0 {
@@ -179,6 +239,9 @@ func (o *InputOptions) open(name string) (io.ReadCloser, string, error) {
 // Load reads every source: the node through the cluster when --node
 // comes alone, else the bundles and files given.
 func (o *InputOptions) Load() (*Loaded, error) {
+	if o.objectsOnly && len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" {
+		return o.loadObjectsOnly()
+	}
 	bundles := o.Bundles
 	if o.live() {
 		dir, err := os.MkdirTemp("", "proxyrules-")
@@ -219,6 +282,9 @@ func (o *InputOptions) Load() (*Loaded, error) {
 		}
 	}
 	l.Node.At, l.Node.AtSource = o.evidenceTime(l)
+	if l.Node.Select, err = o.selectServices(l.Objects); err != nil {
+		return nil, err
+	}
 	if l.Node.Name == "" {
 		// Offline without --node: the dump's Local-policy chains say
 		// whose endpoints they hold.
@@ -232,6 +298,60 @@ func (o *InputOptions) Load() (*Loaded, error) {
 		}
 	}
 	return l, nil
+}
+
+// loadObjectsOnly reads the objects given, or the cluster's Services and
+// EndpointSlices: no node, no rules.
+func (o *InputOptions) loadObjectsOnly() (*Loaded, error) {
+	l := &Loaded{Ruleset: &inspect.Ruleset{}}
+	if len(o.Objects) > 0 {
+		objs, err := o.readObjects()
+		if err != nil {
+			return nil, err
+		}
+		l.Objects = objs
+	} else {
+		client, _, err := o.client()
+		if err != nil {
+			return nil, err
+		}
+		if l.Objects, err = collect.ListObjects(o.Context(), client); err != nil {
+			return nil, err
+		}
+	}
+	l.Node = &diagnose.Node{Ruleset: l.Ruleset, Objects: l.Objects}
+	return l, nil
+}
+
+// readObjects reads every --from-objects.
+func (o *InputOptions) readObjects() (*correlate.Objects, error) {
+	objs := &correlate.Objects{}
+	for _, name := range o.Objects {
+		rc, src, err := o.open(name)
+		if err != nil {
+			return nil, err
+		}
+		more, err := correlate.ReadObjects(rc, src)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		objs.Add(more)
+	}
+	return objs, nil
+}
+
+// client is the cluster's client, from the kubectl flags.
+func (o *InputOptions) client() (kubernetes.Interface, *rest.Config, error) {
+	if o.kube == nil {
+		return nil, nil, fmt.Errorf("no cluster access configured")
+	}
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot reach the cluster: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	return client, cfg, err
 }
 
 // evidenceTime is when the evidence was taken, which ages are judged
@@ -305,14 +425,7 @@ func (o *InputOptions) Context() context.Context {
 
 // Collect reads the node (--node) through the cluster into dir.
 func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
-	if o.kube == nil {
-		return nil, fmt.Errorf("no cluster access configured")
-	}
-	cfg, err := o.kube.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the cluster: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, cfg, err := o.client()
 	if err != nil {
 		return nil, err
 	}
@@ -324,21 +437,11 @@ func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		progress.W = errOut
 	}
-	var objs *correlate.Objects
-	if len(o.Objects) > 0 {
+	objs := o.preloaded
+	if objs == nil && len(o.Objects) > 0 {
 		// --from-objects with --node: the saved objects, the live rules.
-		objs = &correlate.Objects{}
-		for _, name := range o.Objects {
-			rc, src, err := o.open(name)
-			if err != nil {
-				return nil, err
-			}
-			more, err := correlate.ReadObjects(rc, src)
-			rc.Close()
-			if err != nil {
-				return nil, err
-			}
-			objs.Add(more)
+		if objs, err = o.readObjects(); err != nil {
+			return nil, err
 		}
 	}
 	c := &collect.Collector{

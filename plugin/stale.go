@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -61,7 +62,11 @@ func (o *StaleOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		rep := diagnose.Stale(l.Node, diagnose.StaleOptions{SyncPeriod: o.SyncPeriod})
 		rep.APIVersion, rep.Kind, rep.Node = APIVersion, "StaleReport", l.Node.Name
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderStale(out, t, rep, o.Out.Wide()) }, rep.Status, rep.NotChecked}, nil
+		return built{report: rep, status: rep.Status, notChecked: rep.NotChecked,
+			render: func(out io.Writer, t *Terminal) error { return renderStale(out, t, rep, o.Out.Wide()) },
+			rows: func() rows {
+				return rows{kind: "chain", items: anySlice(rep.Chains), name: func(i int) string { return rep.Chains[i].Chain }}
+			}}, nil
 	})
 }
 
@@ -82,34 +87,98 @@ func renderStale(out io.Writer, t *Terminal, rep *diagnose.StaleReport, wide boo
 	if len(rep.Chains) == 0 && len(rep.Elements) == 0 {
 		fmt.Fprintln(out, st.good.Render("no stale kube-proxy chains or map elements"))
 	}
-	for _, s := range rep.Chains {
-		owner := s.ServicePort
-		if owner == "" {
-			owner = "(former owner unknown)"
+	if wide {
+		if err := renderStaleWide(out, t, rep); err != nil {
+			return err
 		}
-		if s.Endpoint != "" {
-			owner += " → " + s.Endpoint
-		}
-		state := staleState(s)
-		style := st.dim
-		if s.Referenced {
-			style = st.bad
-		}
-		chain := s.Chain
-		if !wide {
-			chain = shortName(chain)
-		}
-		fmt.Fprintf(out, "%s  %s %s  %s\n", style.Render(fmt.Sprintf("%-8s", state)), chain, st.dim.Render(fmt.Sprintf("(%s, %s %s)", s.Kind, s.Family, s.Table)), owner)
-		fmt.Fprintln(out, trimTrailing(indent(st.dim.Render(wrap(s.Reason, t.Width-10)), "          ")))
+	} else {
+		renderStaleGroups(out, t, rep)
 	}
 	for _, e := range rep.Elements {
-		fmt.Fprintf(out, "%s  %s %s\n", st.warn.Render("element "), e.Map, e.Element)
+		fmt.Fprintln(out, fitParts(t.Width, "          ", " ", st.warn.Render("element "), e.Map, e.Element))
 		fmt.Fprintln(out, trimTrailing(indent(st.dim.Render(wrap(e.Reason, t.Width-10)), "          ")))
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintln(out, wrap(n, t.Width))
 	}
 	return nil
+}
+
+// renderStaleGroups prints the stale chains by cause and former owner,
+// the cause's explanation once; the chains of harmful groups by name, as
+// someone has to act on them.
+func renderStaleGroups(out io.Writer, t *Terminal, rep *diagnose.StaleReport) {
+	st := t.styles()
+	families := map[string]bool{}
+	byName := map[string]diagnose.StaleVerdict{}
+	for _, c := range rep.Chains {
+		families[c.Family] = true
+		byName[c.Family+" "+c.Chain] = c
+	}
+	for _, g := range rep.Groups {
+		style := st.warn
+		if g.Harmful {
+			style = st.bad
+		} else if !strings.HasPrefix(g.Cause, "leftover") {
+			style = st.dim
+		}
+		fmt.Fprintln(out, trimTrailing(style.Render(wrapIndent(fmt.Sprintf("%d %s:", g.Chains, g.Title), t.Width, 2))))
+		for _, o := range g.Owners {
+			label := o.Owner
+			if label == "" {
+				label = "(former owner unknown)"
+			}
+			if o.State != "" {
+				label += " (" + o.State + ")"
+			}
+			if len(families) > 1 {
+				label += " " + o.Family
+			}
+			fmt.Fprintln(out, "  "+fitParts(t.Width-2, "    ", " ", label+":", o.Kinds))
+			if !g.Harmful && g.Cause != diagnose.StaleCauseLeftover {
+				continue
+			}
+			for _, name := range o.Chains {
+				line := []string{t.chainName(name, t.Width-4)}
+				if c := byName[o.Family+" "+name]; len(c.ReferencedBy) > 0 {
+					for i, r := range c.ReferencedBy {
+						if i == 0 {
+							r = "← " + r
+						}
+						if i < len(c.ReferencedBy)-1 {
+							r += ","
+						}
+						line = append(line, r)
+					}
+				}
+				fmt.Fprintln(out, "    "+fitParts(t.Width-4, "      ", " ", line...))
+			}
+		}
+		fmt.Fprintln(out, trimTrailing(indent(st.dim.Render(wrap(g.Explanation, t.Width-2)), "  ")))
+	}
+}
+
+// renderStaleWide is one line per stale chain.
+func renderStaleWide(out io.Writer, t *Terminal, rep *diagnose.StaleReport) error {
+	if len(rep.Chains) == 0 {
+		return nil
+	}
+	headers := []string{"STATUS", "CHAIN", "KIND", "FAMILY", "TABLE", "OWNER", "ENDPOINT", "CAUSE", "REFERENCED-BY"}
+	rows := make([][]string, 0, len(rep.Chains))
+	for _, c := range rep.Chains {
+		owner := c.ServicePort
+		if owner == "" {
+			owner = "-"
+		}
+		rows = append(rows, []string{staleState(c), c.Chain, string(c.Kind), c.Family, c.Table, owner, c.Endpoint, c.Cause, strings.Join(c.ReferencedBy, ",")})
+	}
+	st := t.styles()
+	return renderTableStyled(out, t, headers, rows, 0, func(cell string) lipgloss.Style {
+		if cell == "HARMFUL" {
+			return st.bad
+		}
+		return st.dim
+	})
 }
 
 func indent(s, prefix string) string {

@@ -98,7 +98,14 @@ type TriageOptions struct{ analysisOptions }
 func (o *TriageOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		rep := diagnose.Triage(l.Node)
-		return built{rep, func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) }, rep.Status, nil}, nil
+		return built{report: rep, status: rep.Status,
+			render: func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) },
+			rows: func() rows {
+				return rows{kind: "finding", items: anySlice(rep.Findings), name: func(i int) string {
+					f := rep.Findings[i]
+					return strings.Join(strings.Fields(f.Area+" "+f.Subject), "-")
+				}}
+			}}, nil
 	})
 }
 
@@ -127,8 +134,13 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		if m.MasqueradeBit >= 0 {
 			line += fmt.Sprintf(" (bit %d)", m.MasqueradeBit)
 		}
-		line += ", random-fully " + yesNo(m.RandomFully) + fmt.Sprintf(", %d conflicts", len(m.Conflicts))
-		fmt.Fprintln(out, line)
+		if m.RandomFully {
+			line += ", random-fully"
+		} else {
+			line += ", no random-fully"
+		}
+		line += fmt.Sprintf(", %d conflicts", len(m.Conflicts))
+		fmt.Fprintln(out, wrapIndent(line, t.Width, 2))
 	}
 	if rep.Counts != nil {
 		for _, tc := range rep.Counts.Tables {
