@@ -11,12 +11,12 @@ import (
 
 // ServiceNotFoundError says a Service is not in the objects, with what the
 // asker most likely meant: the namespaces where a Service of that name does
-// exist (a forgotten -n), and names close to it (a typo).
+// exist (a forgotten -n), and names candidates to it (a typo).
 type ServiceNotFoundError struct {
 	Namespace, Name string
 	// Elsewhere are the namespaces holding a Service of that name.
 	Elsewhere []string
-	// Similar are close names ("ns/name"), closest first.
+	// Similar are candidates names ("ns/name"), closest first.
 	Similar []string
 }
 
@@ -115,7 +115,7 @@ func resolveService(objs *Objects, byName map[string][]*corev1.Service, namespac
 		key  string
 		dist int
 	}
-	var close []near
+	var candidates []near
 	for _, s := range objs.Services {
 		if s.Name == name {
 			e.Elsewhere = append(e.Elsewhere, s.Namespace)
@@ -126,18 +126,18 @@ func resolveService(objs *Objects, byName map[string][]*corev1.Service, namespac
 			if namespace != "" && s.Namespace != namespace {
 				d += 2
 			}
-			close = append(close, near{s.Namespace + "/" + s.Name, d})
+			candidates = append(candidates, near{s.Namespace + "/" + s.Name, d})
 		}
 	}
 	sort.Strings(e.Elsewhere)
-	sort.Slice(close, func(i, j int) bool {
-		if close[i].dist != close[j].dist {
-			return close[i].dist < close[j].dist
+	sort.Slice(candidates, func(i, j int) bool {
+		if candidates[i].dist != candidates[j].dist {
+			return candidates[i].dist < candidates[j].dist
 		}
-		return close[i].key < close[j].key
+		return candidates[i].key < candidates[j].key
 	})
-	for i := 0; i < len(close) && i < 3; i++ {
-		e.Similar = append(e.Similar, close[i].key)
+	for i := 0; i < len(candidates) && i < 3 && len(e.Elsewhere) == 0; i++ {
+		e.Similar = append(e.Similar, candidates[i].key)
 	}
 	return nil, e
 }

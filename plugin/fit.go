@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"slices"
 	"strings"
 
@@ -117,8 +118,15 @@ func fitParts(width int, indent, sep string, parts ...string) string {
 // (to be copied into iptables -L or nft list chain), its middle elided on
 // a terminal too narrow for it.
 func (t *Terminal) chainName(name string, avail int) string {
-	if !t.Rich || avail <= 0 {
+	if !t.Rich || avail <= 0 || lipgloss.Width(name) <= avail {
 		return name
+	}
+	// An nftables name keeps its prefix and hash whole: what identifies it.
+	if n, ok := correlate.ParseNFTName(name); ok {
+		head := n.Prefix + n.Hash + "-"
+		if avail > len(head)+5 {
+			return head + elideMiddle(name[len(head):], avail-len(head))
+		}
 	}
 	return elideMiddle(name, avail)
 }

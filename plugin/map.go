@@ -333,7 +333,7 @@ func renderLookup(out io.Writer, t *Terminal, rep *diagnose.ChainLookup) error {
 			if len(c.ReferencedBy) > 0 {
 				refs = strings.Join(c.ReferencedBy, ", ")
 			}
-			fmt.Fprintln(out, "  "+wrapIndent(fmt.Sprintf("%-13s %s", "jumped to by", refs), t.Width-2, 16))
+			fmt.Fprintf(out, "  %-13s %s\n", "jumped to by", wrapIndent(refs, t.Width-16, 16))
 		}
 		if len(c.Evidence.Names()) > 0 {
 			fmt.Fprintf(out, "  %-13s %s\n", "evidence", c.Evidence)

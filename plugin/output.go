@@ -70,6 +70,9 @@ func outputCompletion(wide bool) cobra.CompletionFunc {
 // Complete inspects the terminal the text goes to.
 func (o *OutputOptions) Complete(out io.Writer) error {
 	t, err := NewTerminal(out, o.Color)
+	if t != nil {
+		t.NoHeaders = o.NoHeaders
+	}
 	o.term = t
 	return err
 }
@@ -101,6 +104,9 @@ func (o *OutputOptions) Validate() error {
 	if o.SortBy != "" {
 		if _, err := relaxedJSONPath(o.SortBy); err != nil {
 			return fmt.Errorf("--sort-by: %v", err)
+		}
+		if !o.Listed() {
+			return fmt.Errorf("--sort-by orders the rows of -o name, custom-columns, jsonpath and go-template; the %s output keeps its own order (by Service, then chain)", format)
 		}
 	}
 	return nil
@@ -232,12 +238,14 @@ func newListPrinter(format, arg string) (listPrinter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("-o %s: %v", format, err)
 		}
+		p.AllowMissingKeys(true) // kubectl's --allow-missing-template-keys default
 		return templatePrinter{p}, nil
 	case "go-template", "go-template-file", "template", "templatefile":
 		p, err := printers.NewGoTemplatePrinter([]byte(text))
 		if err != nil {
 			return nil, fmt.Errorf("-o %s: %v", format, err)
 		}
+		p.AllowMissingKeys(true)
 		return templatePrinter{p}, nil
 	}
 	return newColumns(strings.TrimSpace(text), format)

@@ -27,10 +27,12 @@ func renderTable(out io.Writer, t *Terminal, headers []string, rows [][]string, 
 // renderTableStyled is renderTable with the status column's non-empty cells
 // styled by statusStyle.
 func renderTableStyled(out io.Writer, t *Terminal, headers []string, rows [][]string, statusCol int, statusStyle func(cell string) lipgloss.Style) error {
-	if !t.Rich {
+	if !t.Rich || t.NoHeaders {
 		var buf strings.Builder
 		tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(headers, "\t"))
+		if !t.NoHeaders {
+			fmt.Fprintln(tw, strings.Join(headers, "\t"))
+		}
 		for _, r := range rows {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
@@ -72,7 +74,7 @@ func renderTableStyled(out io.Writer, t *Terminal, headers []string, rows [][]st
 }
 
 func renderChainMap(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool) error {
-	if t.Rich && !wide {
+	if t.Rich && !wide && !t.NoHeaders {
 		return renderChainMapGrouped(out, t, m)
 	}
 	headers, rows := mapRows(m, wide)
@@ -82,19 +84,25 @@ func renderChainMap(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool)
 				return err
 			}
 		}
+		if t.NoHeaders {
+			return nil
+		}
 	} else {
 		// One table per family when there are two: the ip and ip6
 		// tables hold chains of the same name, and a heading says which
 		// is which in less width than a column.
 		byFamily, families := splitByFamily(headers, rows)
 		for _, fam := range families {
-			if len(families) > 1 {
+			if len(families) > 1 && !t.NoHeaders {
 				fmt.Fprintln(out, t.styles().group.Render(fam))
 			}
 			h, r := fitMapTable(m, headers, byFamily[fam], t.Width)
 			if err := renderTable(out, t, h, r, -1); err != nil {
 				return err
 			}
+		}
+		if t.NoHeaders {
+			return nil // the rows only, for scripts
 		}
 		mapSections(out, t, m)
 	}

@@ -19,6 +19,8 @@ type Terminal struct {
 	// Width is the terminal width (80 when unknown).
 	Width    int
 	Renderer *lipgloss.Renderer
+	// NoHeaders (--no-headers): tables print their rows only.
+	NoHeaders bool
 }
 
 // NewTerminal inspects out. color is auto, always or never.
