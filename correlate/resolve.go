@@ -11,12 +11,12 @@ import (
 
 // ServiceNotFoundError says a Service is not in the objects, with what the
 // asker most likely meant: the namespaces where a Service of that name does
-// exist (a forgotten -n), and names candidates to it (a typo).
+// exist (a forgotten -n), and names close to it (a typo).
 type ServiceNotFoundError struct {
 	Namespace, Name string
 	// Elsewhere are the namespaces holding a Service of that name.
 	Elsewhere []string
-	// Similar are candidates names ("ns/name"), closest first.
+	// Similar are close names ("ns/name"), closest first.
 	Similar []string
 }
 
