@@ -261,7 +261,7 @@ func (o *InputOptions) Load() (*Loaded, error) {
 	for _, name := range bundles {
 		b, err := collect.OpenBundle(name)
 		if err != nil {
-			return nil, err
+			return nil, misplacedBundle(name, err)
 		}
 		defer b.Close()
 		src.addBundle(b, userObjects)
@@ -327,16 +327,16 @@ func (o *InputOptions) loadObjectsOnly() (*Loaded, error) {
 func (o *InputOptions) readObjects() (*correlate.Objects, error) {
 	objs := &correlate.Objects{}
 	for _, name := range o.Objects {
-		rc, src, err := o.open(name)
+		err := o.readInput("--from-objects", name, func(r io.Reader, src string) error {
+			more, err := correlate.ReadObjects(r, src)
+			if err == nil {
+				objs.Add(more)
+			}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		more, err := correlate.ReadObjects(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		objs.Add(more)
 	}
 	return objs, nil
 }
@@ -459,60 +459,53 @@ func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 func (o *InputOptions) load() (*Loaded, error) {
 	l := &Loaded{Ruleset: &inspect.Ruleset{}}
 	for _, name := range o.Dumps {
-		rc, src, err := o.open(name)
+		err := o.readInput("--from-dump", name, func(r io.Reader, src string) error {
+			in, err := input.Read(r, src)
+			if err != nil {
+				return err
+			}
+			if in.Ruleset != nil {
+				l.Ruleset.Merge(in.Ruleset)
+			}
+			if in.Metrics != nil {
+				l.Metrics = append(l.Metrics, in.Metrics)
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, err
-		}
-		in, err := input.Read(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		if in.Ruleset != nil {
-			l.Ruleset.Merge(in.Ruleset)
-		}
-		if in.Metrics != nil {
-			l.Metrics = append(l.Metrics, in.Metrics)
 		}
 	}
 	for _, name := range o.Metrics {
-		rc, src, err := o.open(name)
+		err := o.readInput("--from-metrics", name, func(r io.Reader, src string) error {
+			m, err := metrics.Parse(r, src)
+			if err == nil {
+				l.Metrics = append(l.Metrics, m)
+			}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		m, err := metrics.Parse(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		l.Metrics = append(l.Metrics, m)
 	}
 	for _, name := range o.Config {
-		rc, src, err := o.open(name)
+		err := o.readInput("--from-config", name, func(r io.Reader, src string) error {
+			cfg, err := kpconfig.Parse(r, src)
+			if err == nil {
+				l.Config = cfg // the last one wins
+			}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := kpconfig.Parse(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		l.Config = cfg // the last one wins
 	}
-	for _, name := range o.Objects {
-		rc, src, err := o.open(name)
+	if len(o.Objects) > 0 {
+		objs, err := o.readObjects()
 		if err != nil {
 			return nil, err
 		}
-		objs, err := correlate.ReadObjects(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		if l.Objects == nil {
-			l.Objects = &correlate.Objects{}
-		}
-		l.Objects.Add(objs)
+		l.Objects = objs
 	}
 	if l.Config == nil && l.Objects != nil {
 		l.Config = configFromObjects(l.Objects)
