@@ -20,7 +20,6 @@ func services(names ...string) *Objects {
 	return objs
 }
 
-
 func TestResolveService(t *testing.T) {
 	objs := services("shop/frontend", "shop/web", "shop/web-canary", "staging/web", "prod/checkout", "kube-system/kube-dns")
 	for _, tc := range []struct {
