@@ -7,12 +7,12 @@
 #   make bench     parser and attribution benchmarks on a large generated dump
 #   make dist      release archives for 6 platforms, checksums and the krew manifest (hack/dist.mk)
 
+SHELL     := /bin/bash
 GO        ?= go
 CACHE     := $(CURDIR)/.cache
 BIN       := $(CACHE)/bin
 PLUGIN    := $(BIN)/kubectl-proxyrules
 FUZZTIME  ?= 10s
-DEMO_DIR  := testdata/fixtures/large-churn-v1.37
 
 .PHONY: all build demo test test-deps vet unit fuzz fixtures bench clean
 
@@ -22,15 +22,27 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(PLUGIN) ./cmd/kubectl-proxyrules
 
-# The bundled example: a node in large-cluster mode right after a Service was
-# deleted and two were rescaled (kube-proxy v1.37.2's own rules, read back by
-# iptables-nft-save), with its metrics. --at is when the metrics were taken.
+# The bundled example (kube-proxy v1.37.2's own rules for the situation,
+# read back by iptables-nft-save): a node whose restores fail because a
+# KUBE-XLB- chain left by kube-proxy 1.23 still jumps to an endpoint chain
+# kube-proxy deletes (kubernetes/kubernetes#132516). triage finds the root
+# cause and exits 2 (problems found: the demo fails if it does not); map
+# answers "whose chain is this?" for the chain in an alert; explain shows
+# the Service's path. The inputs are what `collect` saves from a node.
+DEMO_FAULT := testdata/fixtures/sync-failure-v1.37
+DEMO_IN    := --from-dump $(DEMO_FAULT)/iptables/save-nft-ipv4.txt --from-dump $(DEMO_FAULT)/iptables/save-nft-ipv6.txt \
+	--from-objects $(DEMO_FAULT)/objects.json --from-metrics $(DEMO_FAULT)/metrics-iptables.txt \
+	--from-config $(DEMO_FAULT)/kube-proxy-configmap-iptables.yaml --node node-a
 demo: build
-	$(PLUGIN) triage --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-dump $(DEMO_DIR)/iptables/save-nft-ipv6.txt \
-		--from-objects $(DEMO_DIR)/objects.json --from-metrics $(DEMO_DIR)/metrics-iptables.txt \
-		--from-config $(DEMO_DIR)/kube-proxy-configmap-iptables.yaml --node node-a --at 1795939150
+	@echo '$$ kubectl proxyrules triage --from-dump … --node node-a     # sync-failure fixture'
+	@$(PLUGIN) triage $(DEMO_IN); rc=$$?; \
+		echo "(exit $$rc: 2 = problems found)"; test $$rc -eq 2
 	@echo
-	$(PLUGIN) stale --from-dump $(DEMO_DIR)/iptables/save-nft-ipv4.txt --from-objects $(DEMO_DIR)/objects.json --node node-a | tail -8
+	@echo '$$ kubectl proxyrules map KUBE-SEP-J3CSYAOACR6KUZIC --from-dump …   # whose chain is this?'
+	@$(PLUGIN) map KUBE-SEP-J3CSYAOACR6KUZIC $(DEMO_IN)
+	@echo
+	@echo '$$ kubectl proxyrules explain svc/ingress -n shop --port http --from-dump …'
+	@$(PLUGIN) explain svc/ingress -n shop --port http $(DEMO_IN); test $$? -eq 2
 
 test: test-deps vet unit fuzz e2e
 

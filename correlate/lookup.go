@@ -115,6 +115,9 @@ func newNameIndex(objs *Objects) *nameIndex {
 			prefix string
 			kind   kubeproxy.ChainKind
 		}{{kubeproxy.PrefixService, kubeproxy.KindService}, {kubeproxy.PrefixLocal, kubeproxy.KindLocal}, {kubeproxy.PrefixExternal, kubeproxy.KindExternal}, {kubeproxy.PrefixFirewall, kubeproxy.KindFirewall}} {
+			if !sp.usesChain(k.kind) {
+				continue
+			}
 			o := owner
 			o.TableRef, o.Kind = ipt, k.kind
 			add(k.prefix+h, h, o)
@@ -124,6 +127,9 @@ func newNameIndex(objs *Objects) *nameIndex {
 			prefix string
 			kind   kubeproxy.ChainKind
 		}{{kubeproxy.NFTPrefixService, kubeproxy.KindService}, {kubeproxy.NFTPrefixLocal, kubeproxy.KindLocal}, {kubeproxy.NFTPrefixExternal, kubeproxy.KindExternal}, {kubeproxy.NFTPrefixFirewall, kubeproxy.KindFirewall}} {
+			if !sp.usesChain(k.kind) {
+				continue
+			}
 			o := owner
 			o.TableRef, o.Kind = nft, k.kind
 			add(k.prefix+base, base[:8], o)
@@ -279,4 +285,24 @@ func ServiceOfChain(query string, found []Lookup) (namespace, name, port string,
 		return "", "", "", fmt.Errorf("%s is stale: no current Service port or endpoint owns it%s; see `stale` for why it is still there", strings.Join(stale, ", "), belonged)
 	}
 	return "", "", "", fmt.Errorf("%s is a kube-proxy chain no Service could be found for: `map %s` shows what is known of it", query, query)
+}
+
+// usesChain says whether kube-proxy writes the per-service chain of that
+// kind for the port, from its traffic policies and type (both modes, as
+// the proxiers decide: usesClusterPolicyChain, usesLocalPolicyChain,
+// usesExternalTrafficChain, usesFWChain), leaving endpoints aside: which
+// are local depends on the node.
+func (sp *ServicePort) usesChain(kind kubeproxy.ChainKind) bool {
+	external := sp.NodePort > 0 || len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0
+	switch kind {
+	case kubeproxy.KindService:
+		return !sp.InternalLocal || external && !sp.ExternalLocal
+	case kubeproxy.KindLocal:
+		return sp.InternalLocal || external && sp.ExternalLocal
+	case kubeproxy.KindExternal:
+		return external
+	case kubeproxy.KindFirewall:
+		return len(sp.LoadBalancerIPs) > 0 && len(sp.SourceRanges) > 0
+	}
+	return true
 }

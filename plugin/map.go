@@ -251,11 +251,22 @@ func mapSections(out io.Writer, t *Terminal, m *diagnose.ChainMap) {
 			return
 		}
 		fmt.Fprintln(out, style.Render(title))
+		families := map[string]bool{}
+		for _, r := range rows {
+			families[r[1]] = true
+		}
+		if len(families) == 1 {
+			for i, r := range rows {
+				rows[i] = append(r[:1:1], r[2:]...)
+			}
+		}
 		// An nftables name already says its owner.
 		if tableWidth(nil, rows)+2 > t.Width {
 			for i, r := range rows {
-				if _, ok := correlate.ParseNFTName(r[0]); ok {
+				if _, ok := correlate.ParseNFTName(r[0]); ok && len(r) == 3 {
 					rows[i] = r[:2]
+				} else if ok {
+					rows[i] = r[:1]
 				}
 			}
 		}
@@ -312,7 +323,7 @@ func renderLookup(out io.Writer, t *Terminal, rep *diagnose.ChainLookup) error {
 		}
 		where := ""
 		if c.TableRef != nil {
-			where = strings.TrimSpace(c.Mode + " " + c.Family + " " + c.Table)
+			where = strings.Join(strings.Fields(c.Mode+" "+c.Family+" "+c.Table), " ")
 		}
 		fmt.Fprintf(out, "%s  %s\n", st.header.Render(c.Chain), st.dim.Render(where))
 		fmt.Fprintf(out, "  %-13s %s\n", "kind", c.Kind)

@@ -28,9 +28,19 @@ var readmeSnippets = []struct {
 }{
 	{
 		name:  "map-demo",
-		shown: "kubectl proxyrules map --from-dump testdata/fixtures/large-churn-v1.37/iptables/save-nft-ipv4.txt \\\n    --from-objects testdata/fixtures/large-churn-v1.37/objects.json | grep -E 'SERVICE|svc-003.*service|KUBE-SEP-H33C|chains:'",
-		args:  []string{"map", "--from-dump", "testdata/fixtures/large-churn-v1.37/iptables/save-nft-ipv4.txt", "--from-objects", "testdata/fixtures/large-churn-v1.37/objects.json"},
-		grep:  `SERVICE|svc-003.*service|KUBE-SEP-H33C|chains:`,
+		shown: "kubectl proxyrules map -n load --from-dump " + demo + "iptables/save-nft-ipv4.txt \\\n    --from-objects " + demo + "objects.json | grep -E 'SERVICE|load/svc-00[0-3]:http +service|stale|KUBE-SVC-24GJ|KUBE-SEP-H33C|chains'",
+		args:  []string{"map", "-n", "load", "--from-dump", demo + "iptables/save-nft-ipv4.txt", "--from-objects", demo + "objects.json"},
+		grep:  `SERVICE|load/svc-00[0-3]:http +service|stale|KUBE-SVC-24GJ|KUBE-SEP-H33C|chains`,
+	},
+	{
+		name:  "map-lookup",
+		shown: "kubectl proxyrules map KUBE-SEP-BBCMKYFKDNTM4EJG --from-dump " + fault + "iptables/save-nft-ipv4.txt \\\n    --from-objects " + fault + "objects.json",
+		args:  []string{"map", "KUBE-SEP-BBCMKYFKDNTM4EJG", "--from-dump", fault + "iptables/save-nft-ipv4.txt", "--from-objects", fault + "objects.json"},
+	},
+	{
+		name:  "map-lookup-objects",
+		shown: "kubectl proxyrules map 67NZLRHBNDSAWJRO KHN6ECMT --from-objects " + fault + "objects.json",
+		args:  []string{"map", "67NZLRHBNDSAWJRO", "KHN6ECMT", "--from-objects", fault + "objects.json"},
 	},
 	{
 		name: "triage",
