@@ -1,0 +1,391 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// NodeDiff is what two nodes (or one node at two times) have programmed
+// differently, by ownership: per Service port and family, the per-service
+// chains, endpoints and entries (cluster IP, node port, external and
+// load-balancer IPs) one has and the other lacks. Rule order, counters,
+// comments (large-cluster mode), the iptables backend, the proxy mode's
+// naming and nftables handles do not count.
+type NodeDiff struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	A          DiffSide `json:"a"`
+	B          DiffSide `json:"b"`
+	// ServicePorts are the Service ports (per family) that differ.
+	ServicePorts []ServicePortDiff `json:"servicePorts"`
+	// Same counts the Service ports (per family) programmed alike.
+	Same int `json:"same"`
+	// Unowned are kube-proxy chains no Service of either side's objects
+	// owns, by name.
+	Unowned UnownedDiff `json:"unowned"`
+	Notes   []string    `json:"notes"`
+	// Status: healthy when nothing differs, problems when something does
+	// (a difference is not necessarily a fault: see Expected).
+	Status Status `json:"status"`
+}
+
+// DiffSide names one side of a diff.
+type DiffSide struct {
+	// Source is the node or bundle as given.
+	Source string `json:"source"`
+	Node   string `json:"node,omitempty"`
+	Mode   string `json:"mode"`
+	// CollectedAt is when the side was read, when known (RFC 3339).
+	CollectedAt string `json:"collectedAt,omitempty"`
+}
+
+// ServicePortDiff is one Service port's differences in one family.
+type ServicePortDiff struct {
+	ServicePort string      `json:"servicePort"`
+	Protocol    string      `json:"protocol,omitempty"`
+	Family      string      `json:"family"`
+	OnlyA       []DiffEntry `json:"onlyA"`
+	OnlyB       []DiffEntry `json:"onlyB"`
+	// Expected says why the two may rightly differ (a Local traffic
+	// policy, topology hints: each node uses its own endpoints), or that
+	// the Service was deleted or created between the two.
+	Expected string `json:"expected,omitempty"`
+}
+
+// DiffEntry is one thing one side has programmed.
+type DiffEntry struct {
+	// What: chain (a per-service chain of that kind), endpoint, entry.
+	What string `json:"what"`
+	// Kind: the chain kind (service, local, external, firewall) or the
+	// entry kind (clusterIP, nodePort, …).
+	Kind string `json:"kind,omitempty"`
+	// Detail: the endpoint (ip:port) or the entry's address.
+	Detail string `json:"detail,omitempty"`
+	// Chain is the chain's name on that side.
+	Chain string `json:"chain,omitempty"`
+}
+
+// UnownedDiff are chains without an owner, present on one side only.
+type UnownedDiff struct {
+	OnlyA []string `json:"onlyA"`
+	OnlyB []string `json:"onlyB"`
+}
+
+// DiffSides is the input of Diff: each side's node and how to name it.
+type DiffSides struct {
+	A, B       *Node
+	SourceA    string
+	SourceB    string
+	CollectedA string
+	CollectedB string
+}
+
+// Diff compares two nodes by ownership. The chains of both are attributed
+// with the objects of both (B's, the newer, first), so that a chain whose
+// Service was deleted between A and B still has its owner's name.
+func Diff(in DiffSides) *NodeDiff {
+	objs := mergeObjects(in.B.Objects, in.A.Objects)
+	d := &NodeDiff{APIVersion: APIVersion, Kind: "NodeDiff", ServicePorts: []ServicePortDiff{}, Notes: []string{},
+		Unowned: UnownedDiff{OnlyA: []string{}, OnlyB: []string{}}}
+	d.A = DiffSide{Source: in.SourceA, Node: in.A.Name, Mode: string(DetectMode(in.A.Ruleset).Detected), CollectedAt: in.CollectedA}
+	d.B = DiffSide{Source: in.SourceB, Node: in.B.Name, Mode: string(DetectMode(in.B.Ruleset).Detected), CollectedAt: in.CollectedB}
+	if objs == nil {
+		d.Notes = append(d.Notes, "no Services and EndpointSlices on either side: chains are compared by their comments and names only; pass --from-objects or bundles that hold them")
+	}
+	a, unownedA := ownedThings(in.A, objs)
+	b, unownedB := ownedThings(in.B, objs)
+	// A family one side has no rules for at all is a dump missing, not a
+	// difference of every Service: said once.
+	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
+		inA, inB := hasFamily(in.A, fam), hasFamily(in.B, fam)
+		if inA == inB {
+			continue
+		}
+		side := "A"
+		if inA {
+			side = "B"
+		}
+		d.Notes = append(d.Notes, fmt.Sprintf("%s has no %s rules (a dump not given?): %s is not compared", side, fam, fam))
+		for _, m := range []map[spKey]map[string]DiffEntry{a, b} {
+			for k := range m {
+				if k.family == string(fam) {
+					delete(m, k)
+				}
+			}
+		}
+	}
+	if d.A.Mode != d.B.Mode {
+		// What only iptables mode writes: node ports on localhost
+		// (route_localnet) and the health-check-port accepts.
+		d.Notes = append(d.Notes, fmt.Sprintf("A is in %s mode, B in %s mode: what only one mode writes (localhost node ports, health-check accepts) is not compared", d.A.Mode, d.B.Mode))
+		for _, m := range []map[spKey]map[string]DiffEntry{a, b} {
+			for _, entries := range m {
+				for key, e := range entries {
+					if e.What == "entry" && (e.Kind == "healthCheck" || strings.HasPrefix(e.Detail, "127.0.0.0/8:")) {
+						delete(entries, key)
+					}
+				}
+			}
+		}
+	}
+	keys := map[spKey]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	order := make([]spKey, 0, len(keys))
+	for k := range keys {
+		order = append(order, k)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].servicePort != order[j].servicePort {
+			return order[i].servicePort < order[j].servicePort
+		}
+		return order[i].family < order[j].family
+	})
+	why := expectedDifferences(in.A.Objects, in.B.Objects, objs)
+	protocols := map[string]string{}
+	if objs != nil {
+		for _, sp := range objs.ServicePorts() {
+			protocols[sp.String()] = string(sp.Protocol)
+		}
+	}
+	for _, k := range order {
+		onlyA, onlyB := minus(a[k], b[k]), minus(b[k], a[k])
+		if len(onlyA) == 0 && len(onlyB) == 0 {
+			d.Same++
+			continue
+		}
+		ns, name, _, _ := correlate.ParseServicePortName(k.servicePort)
+		d.ServicePorts = append(d.ServicePorts, ServicePortDiff{ServicePort: k.servicePort, Protocol: protocols[k.servicePort], Family: k.family,
+			OnlyA: onlyA, OnlyB: onlyB, Expected: why[ns+"/"+name]})
+	}
+	d.Unowned.OnlyA = minusNames(unownedA, unownedB)
+	d.Unowned.OnlyB = minusNames(unownedB, unownedA)
+	d.Status = StatusHealthy
+	if len(d.ServicePorts) > 0 || len(d.Unowned.OnlyA) > 0 || len(d.Unowned.OnlyB) > 0 {
+		d.Status = StatusProblems
+	}
+	return d
+}
+
+type spKey struct{ servicePort, family string }
+
+// ownedThings lists, per Service port and family, what the node has
+// programmed for it, keyed independently of the proxy mode's names: the
+// entries and the endpoints traffic reaches (from the path explain
+// follows), the per-service chains by kind, and the stale chains (judged
+// with the node's own objects) by former owner.
+func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEntry, []string) {
+	out := map[spKey]map[string]DiffEntry{}
+	add := func(k spKey, e DiffEntry) {
+		if out[k] == nil {
+			out[k] = map[string]DiffEntry{}
+		}
+		out[k][e.What+"|"+e.Kind+"|"+e.Detail] = e
+	}
+	var unowned []string
+	for _, c := range correlate.Attribute(n.Ruleset, objs).Chains {
+		switch {
+		case c.Kind == kubeproxy.KindFixed || c.Kind == kubeproxy.KindEndpoint:
+		case c.ServicePort == "":
+			unowned = append(unowned, c.Family+" "+c.Chain)
+		default:
+			add(spKey{c.ServicePort, c.Family}, DiffEntry{What: "chain", Kind: string(c.Kind), Chain: c.Chain})
+		}
+	}
+	if objs != nil {
+		for _, ex := range correlate.ExplainAll(n.Ruleset, objs, correlate.NodeView{}) {
+			for _, pp := range ex.Ports {
+				k := spKey{pp.ServicePort, pp.Family}
+				for _, e := range pp.Entries {
+					add(k, DiffEntry{What: "entry", Kind: e.Kind, Detail: e.Address})
+				}
+				chains := map[string]string{}
+				for _, r := range pp.Routes {
+					for _, h := range r.Hops {
+						if h.Chain != "" {
+							chains[h.Endpoint] = h.Chain
+						}
+					}
+				}
+				for _, ep := range pp.Endpoints {
+					if ep.InRules {
+						add(k, DiffEntry{What: "endpoint", Detail: ep.Endpoint, Chain: chains[ep.Endpoint]})
+					}
+				}
+			}
+		}
+	}
+	if n.Objects != nil {
+		found := correlate.FindStale(n.Ruleset, correlate.Attribute(n.Ruleset, n.Objects), n.Objects)
+		for _, c := range found.Chains {
+			if c.ServicePort == "" {
+				unowned = append(unowned, c.Family+" "+c.Chain)
+				continue
+			}
+			add(spKey{c.ServicePort, c.Family}, DiffEntry{What: "stale chain", Kind: string(c.Kind), Detail: c.Endpoint, Chain: c.Chain})
+		}
+	}
+	return out, unowned
+}
+
+func minus(a, b map[string]DiffEntry) []DiffEntry {
+	out := []DiffEntry{}
+	for k, e := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, e)
+		}
+	}
+	rank := map[string]int{"entry": 0, "chain": 1, "endpoint": 2, "stale chain": 3}
+	sort.Slice(out, func(i, j int) bool {
+		if rank[out[i].What] != rank[out[j].What] {
+			return rank[out[i].What] < rank[out[j].What]
+		}
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Detail < out[j].Detail
+	})
+	return out
+}
+
+func minusNames(a, b []string) []string {
+	in := map[string]bool{}
+	for _, s := range b {
+		in[s] = true
+	}
+	out := []string{}
+	for _, s := range a {
+		if !in[s] {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mergeObjects is newer's objects plus older's Services and slices that
+// newer no longer has (by namespace and name): the former owners.
+func mergeObjects(newer, older *correlate.Objects) *correlate.Objects {
+	switch {
+	case newer == nil && older == nil:
+		return nil
+	case newer == nil:
+		return older
+	case older == nil:
+		return newer
+	}
+	out := &correlate.Objects{Other: newer.Other}
+	seen := map[string]bool{}
+	for _, s := range newer.Services {
+		seen[s.Namespace+"/"+s.Name] = true
+		out.Services = append(out.Services, s)
+	}
+	for _, s := range older.Services {
+		if !seen[s.Namespace+"/"+s.Name] {
+			out.Services = append(out.Services, s)
+		}
+	}
+	seenSlice := map[string]bool{}
+	for _, es := range newer.EndpointSlices {
+		seenSlice[es.Namespace+"/"+es.Name] = true
+		out.EndpointSlices = append(out.EndpointSlices, es)
+	}
+	for _, es := range older.EndpointSlices {
+		// A deleted Service's slices only: a live Service's are newer's.
+		if !seenSlice[es.Namespace+"/"+es.Name] && !seen[es.Namespace+"/"+sliceService(es)] {
+			out.EndpointSlices = append(out.EndpointSlices, es)
+		}
+	}
+	return out
+}
+
+func sliceService(es *discoveryv1.EndpointSlice) string {
+	return es.Labels[discoveryv1.LabelServiceName]
+}
+
+// expectedDifferences says, per Service, why two nodes may rightly
+// program it differently.
+func expectedDifferences(a, b, merged *correlate.Objects) map[string]string {
+	out := map[string]string{}
+	if merged == nil {
+		return out
+	}
+	has := func(objs *correlate.Objects, key string) bool {
+		if objs == nil {
+			return true // unknown: do not claim a deletion
+		}
+		for _, s := range objs.Services {
+			if s.Namespace+"/"+s.Name == key {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range merged.Services {
+		key := s.Namespace + "/" + s.Name
+		switch {
+		case !has(b, key):
+			out[key] = "the Service is in A's objects only: deleted between the two"
+		case !has(a, key):
+			out[key] = "the Service is in B's objects only: created between the two"
+		case local(s):
+			out[key] = "Local traffic policy: each node uses its own endpoints"
+		case s.Spec.TrafficDistribution != nil || hinted(merged, s):
+			out[key] = "topology hints: each node uses the endpoints hinted for its zone or itself"
+		}
+	}
+	return out
+}
+
+func local(s *corev1.Service) bool {
+	return s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal ||
+		s.Spec.InternalTrafficPolicy != nil && *s.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+}
+
+func hinted(objs *correlate.Objects, s *corev1.Service) bool {
+	for _, es := range objs.EndpointSlices {
+		if es.Namespace != s.Namespace || sliceService(es) != s.Name {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			if ep.Hints != nil && (len(ep.Hints.ForZones) > 0 || len(ep.Hints.ForNodes) > 0) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// String is one line for the entry: "endpoint 10.244.0.5:8080 (KUBE-SEP-…)".
+func (e DiffEntry) String() string {
+	var parts []string
+	switch e.What {
+	case "chain":
+		parts = append(parts, e.Kind+" chain")
+	case "entry":
+		parts = append(parts, e.Kind, e.Detail)
+	default:
+		parts = append(parts, e.What, e.Detail)
+	}
+	s := strings.Join(parts, " ")
+	if e.Chain != "" {
+		s += fmt.Sprintf(" (%s)", e.Chain)
+	}
+	return s
+}
+
+func hasFamily(n *Node, fam kubeproxy.Family) bool {
+	return hasRulesOf(n, kubeproxy.ModeBoth, fam)
+}
