@@ -25,17 +25,26 @@ const (
 	itemRule
 )
 
+// item is one line's chain, policy or rule: small, as an -S of a big node
+// has 300k of them.
 type item struct {
-	kind    itemKind
-	chain   string
-	policy  string
-	rule    *inspect.IPRule
-	line    int32
-	packets uint64
-	bytes   uint64
-	// family: what the listing's address columns show ("::/0" is IPv6)
-	// where the rule itself has no address.
-	family kubeproxy.Family
+	chain string
+	rule  *inspect.IPRule
+	pol   *policy // itemPolicy
+	line  int32
+	kind  itemKind
+	// v6: the listing's address columns show IPv6 ("::/0") where the rule
+	// itself has no address; v4 likewise.
+	v4, v6 bool
+}
+
+type policy struct {
+	policy         string
+	packets, bytes uint64
+}
+
+func policyItem(chain, pol string, packets, bytes uint64) item {
+	return item{kind: itemPolicy, chain: chain, pol: &policy{pol, packets, bytes}}
 }
 
 type section struct {
@@ -48,6 +57,7 @@ type section struct {
 	sawRule   bool
 	sawUser   bool // a user chain was declared or listed
 	sawPolicy bool
+	cut       bool // a "...." line: the poster left rules out
 }
 
 // hlSection returns the section an item of that kind for chain joins,
@@ -101,12 +111,19 @@ func (p *parser) addItem(form inspect.Format, it item) {
 		s.declared[it.chain] = true
 	}
 	it.line = int32(p.lr.Line())
+	if len(s.items) == cap(s.items) {
+		// Double: append grows large slices by a quarter, which for the
+		// 400k items of a big node's -S allocates five times their size.
+		grown := make([]item, len(s.items), max(64, 2*cap(s.items)))
+		copy(grown, s.items)
+		s.items = grown
+	}
 	s.items = append(s.items, it)
 }
 
 // segment is a run of a section's items that goes to one table.
 type segment struct {
-	items  []item
+	items  []item // a window of the section's items
 	tables tableSet
 }
 
@@ -115,23 +132,23 @@ type segment struct {
 // run before them, as tables come whole in any real output.
 func segments(items []item) []segment {
 	var out []segment
-	cur := segment{tables: anyTable}
-	for _, it := range items {
+	start, cur := 0, anyTable
+	for i := range items {
+		it := &items[i]
 		var ev tableSet
 		if it.kind == itemRule {
 			ev = ruleEvidence(it.chain, it.rule)
 		} else {
 			ev = chainEvidence(it.chain)
 		}
-		if cur.tables&ev == 0 {
-			out = append(out, cur)
-			cur = segment{tables: anyTable}
+		if cur&ev == 0 {
+			out = append(out, segment{items[start:i:i], cur})
+			start, cur = i, anyTable
 		}
-		cur.tables &= ev
-		cur.items = append(cur.items, it)
+		cur &= ev
 	}
-	if len(cur.items) > 0 {
-		out = append(out, cur)
+	if start < len(items) {
+		out = append(out, segment{items[start:], cur})
 	}
 	return out
 }
@@ -164,8 +181,8 @@ func (p *parser) placeSection(s *section) {
 	sectionFamily := itemsFamily(s.items)
 	for _, seg := range segs {
 		policies := map[string]bool{}
-		for _, it := range seg.items {
-			if it.kind == itemPolicy {
+		for i := range seg.items {
+			if it := &seg.items[i]; it.kind == itemPolicy {
 				policies[it.chain] = true
 			}
 		}
@@ -185,7 +202,7 @@ func (p *parser) placeSection(s *section) {
 		}
 		fam := p.segmentFamily(s, seg, sectionFamily)
 		t := p.headerlessTable(fam, name, s)
-		if isWhole && whole == name {
+		if isWhole && whole == name && !s.cut {
 			t.Partial = false
 		}
 		p.fill(t, s, seg.items)
@@ -220,13 +237,16 @@ func (p *parser) segmentFamily(s *section, seg segment, sectionFamily kubeproxy.
 
 func itemsFamily(items []item) kubeproxy.Family {
 	fam := kubeproxy.Family("")
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
 		if it.kind != itemRule {
 			continue
 		}
 		f := ruleFamily(it.rule)
-		if f == "" {
-			f = it.family
+		if f == "" && it.v6 {
+			f = kubeproxy.IPv6
+		} else if f == "" && it.v4 {
+			f = kubeproxy.IPv4
 		}
 		switch f {
 		case kubeproxy.IPv6:
@@ -286,15 +306,18 @@ func (p *parser) fill(t *inspect.IPTable, s *section, items []item) {
 		p.filledBy = map[*inspect.IPChain]int{}
 	}
 	warned := map[*inspect.IPChain]bool{}
-	for _, it := range items {
-		c := t.Chain(it.chain)
-		if c == nil {
-			c = &inspect.IPChain{Name: it.chain, Policy: "-", Line: it.line}
-			t.AddChain(c)
+	var c *inspect.IPChain
+	for i := range items {
+		it := &items[i]
+		if c == nil || c.Name != it.chain {
+			if c = t.Chain(it.chain); c == nil {
+				c = p.newChain(it.chain, it.line)
+				t.AddChain(c)
+			}
 		}
 		switch it.kind {
 		case itemPolicy:
-			c.Policy, c.Packets, c.Bytes = it.policy, it.packets, it.bytes
+			c.Policy, c.Packets, c.Bytes = it.pol.policy, it.pol.packets, it.pol.bytes
 		case itemRule:
 			if by := p.filledBy[c]; len(c.Rules) > 0 && by != s.id {
 				if !warned[c] {
@@ -304,7 +327,7 @@ func (p *parser) fill(t *inspect.IPTable, s *section, items []item) {
 				continue
 			}
 			p.filledBy[c] = s.id
-			c.Rules = append(c.Rules, it.rule)
+			p.appendRule(c, it.rule)
 			p.rules++
 		}
 	}
@@ -335,7 +358,10 @@ func (p *parser) addReferencedChains() {
 		for _, c := range t.Chains { // (the chains added below are not visited)
 			for _, r := range c.Rules {
 				if r.Target != "" && !standardTargets[r.Target] && t.Chain(r.Target) == nil {
-					t.AddChain(&inspect.IPChain{Name: r.Target, Policy: "-", Line: r.Line, OnlyReferenced: true})
+					ref := p.newChain(r.Target, r.Line)
+					ref.OnlyReferenced = true
+					t.AddChain(ref)
+					t.Partial = true // a whole-table listing cut short
 					n++
 				}
 			}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
-	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // `iptables -L [-n] [-v] [-x] [--line-numbers] [CHAIN]` listings. Each row
@@ -292,6 +291,10 @@ func (p *parser) listingLine(line string) bool {
 		return false
 	}
 	p.flushSkipped()
+	if l.chain == "" && p.ctx.list && p.ctx.chain != "" {
+		// `iptables -L CHAIN | grep …` dropped the Chain header.
+		p.listChain(p.ctx.chain, "-", 0, 0)
+	}
 	if l.chain == "" {
 		p.notes.headerless++
 		return true
@@ -316,11 +319,11 @@ func (p *parser) listChain(name, policy string, packets, bytes uint64) {
 		p.list = &listing{}
 	}
 	p.list.chain, p.list.nextNum = name, 1
-	kind := itemChain
+	it := item{kind: itemChain, chain: name}
 	if policy != "-" {
-		kind = itemPolicy
+		it = policyItem(name, policy, packets, bytes)
 	}
-	p.addItem(inspect.FormatIPTablesList, item{kind: kind, chain: name, policy: policy, packets: packets, bytes: bytes})
+	p.addItem(inspect.FormatIPTablesList, it)
 }
 
 // addListRule turns a row into a rule of chain.
@@ -387,13 +390,11 @@ func (p *parser) addListRule(chain string, row listRow) {
 		}
 		p.notes.rounded = p.notes.rounded || rp || rb
 	}
-	fam := kubeproxy.IPv4
-	if strings.Contains(row.source, ":") || strings.Contains(row.dest, ":") {
-		fam = kubeproxy.IPv6
-	} else if !strings.Contains(row.source, ".") && !strings.Contains(row.dest, ".") {
-		fam = "" // "anywhere" (no -n)
-	}
-	p.addItem(inspect.FormatIPTablesList, item{kind: itemRule, chain: chain, rule: r, family: fam})
+	it := item{kind: itemRule, chain: chain, rule: r}
+	// "anywhere" (no -n) shows neither.
+	it.v6 = strings.Contains(row.source, ":") || strings.Contains(row.dest, ":")
+	it.v4 = !it.v6 && (strings.Contains(row.source, ".") || strings.Contains(row.dest, "."))
+	p.addItem(inspect.FormatIPTablesList, it)
 }
 
 // listAddress converts a source or destination column to -s/-d form:
@@ -402,7 +403,10 @@ func (p *parser) listAddress(s string) string {
 	neg := strings.HasPrefix(s, "!")
 	s = strings.TrimPrefix(s, "!")
 	switch s {
-	case "0.0.0.0/0", "::/0", "anywhere":
+	case "0.0.0.0/0", "::/0":
+		return ""
+	case "anywhere":
+		p.notes.names = true // listed without -n
 		return ""
 	}
 	if a, err := netip.ParseAddr(s); err == nil {
@@ -797,7 +801,7 @@ func (p *parser) cannotCarry() []string {
 		}
 		name := map[inspect.Format]string{
 			inspect.FormatIPTablesRules:   "iptables -S output",
-			inspect.FormatIPTablesExcerpt: "rule lines without their table (an excerpt)",
+			inspect.FormatIPTablesExcerpt: "an excerpt of rule lines without their table",
 			inspect.FormatIPTablesList:    "iptables -L output",
 		}[f]
 		msg := name + " does not show the iptables backend"

@@ -132,6 +132,9 @@ func (p *parser) warn(format string, args ...any) {
 // one warning.
 func (p *parser) skip(line []byte) {
 	n := p.lr.Line()
+	if isCutMarker(line) && p.hl != nil {
+		p.hl.cut = true // "....": the poster left rules out
+	}
 	if p.skipN == 0 {
 		p.skipFrom, p.skipFirst = n, string(bytes.TrimSpace(line))
 	}
@@ -213,6 +216,15 @@ func (p *parser) parse() (*inspect.Ruleset, error) {
 			p.flushSkipped()
 			p.chainLine(line)
 		case '[', '-':
+			if line[0] == '[' && !isCounters(line) {
+				// "[root@ip-10-0-1-7 ~]# iptables -S"
+				if cmd, ok := parseCommandLine(string(line)); ok {
+					p.command(cmd)
+				} else {
+					p.skip(line)
+				}
+				continue
+			}
 			if p.declaring && p.table != nil {
 				p.declaring = false
 				p.table.Reindex() // merges duplicate declarations
@@ -276,6 +288,9 @@ func (p *parser) parse() (*inspect.Ruleset, error) {
 	p.placeHeaderless()
 	p.dump.Warnings = append(p.dump.Warnings, p.cannotCarry()...)
 	if len(p.rs.IPTables) == 0 {
+		if p.notes.headerless > 0 {
+			return nil, fmt.Errorf("%s: %d rows of an iptables -L listing without their Chain header (filtered with grep?): their chain is unknown; pass the whole listing, or iptables -S output", p.source, p.notes.headerless)
+		}
 		if len(p.dump.Warnings) > 0 {
 			return nil, fmt.Errorf("%s: no iptables rules found (%s)", p.source, p.dump.Warnings[0])
 		}
@@ -331,6 +346,9 @@ func (p *parser) command(cmd command) {
 	}
 	p.endSection()
 	p.list = nil
+	if cmd.iptables && cmd.list {
+		p.list = &listing{} // its rows may come without a Chain header (grep)
+	}
 	p.ctx = cmd
 	if cmd.iptables && cmd.save {
 		p.family = cmd.family
@@ -429,9 +447,9 @@ func (p *parser) chainLine(raw []byte) {
 	}
 	if p.table == nil {
 		// A declaration without its table: `iptables-save | grep KUBE`.
-		it := item{kind: itemChain, chain: string(nameB), policy: "-"}
+		it := item{kind: itemChain, chain: p.arena.Add(nameB)}
 		if policy != "" && policy != "-" {
-			it.kind, it.policy, it.packets, it.bytes = itemPolicy, policy, packets, nbytes
+			it = policyItem(it.chain, policy, packets, nbytes)
 		}
 		p.addItem(inspect.FormatIPTablesExcerpt, it)
 		return
@@ -496,6 +514,17 @@ func (p *parser) chain(name []byte) *inspect.IPChain {
 	return c
 }
 
+// newChain makes a chain from the slab (names are arena strings already).
+func (p *parser) newChain(name string, line int32) *inspect.IPChain {
+	if len(p.chainSlab) == 0 {
+		p.chainSlab = make([]inspect.IPChain, 256)
+	}
+	c := &p.chainSlab[0]
+	p.chainSlab = p.chainSlab[1:]
+	c.Name, c.Policy, c.Line = name, "-", line
+	return c
+}
+
 func (p *parser) newRule() *inspect.IPRule {
 	if len(p.slab) == 0 {
 		p.slab = make([]inspect.IPRule, 1024)
@@ -527,7 +556,7 @@ func (p *parser) ruleLine(line []byte) {
 	}
 	p.flushSkipped()
 	if p.table == nil {
-		p.headerlessRule(string(op), chain, text, packets, nbytes)
+		p.headerlessRule(op, chain, text, packets, nbytes)
 		return
 	}
 	switch string(op) {
@@ -550,6 +579,29 @@ func (p *parser) ruleLine(line []byte) {
 	r := p.parsedRule(text, packets, nbytes)
 	p.appendRule(c, r)
 	p.rules++
+}
+
+// isCutMarker recognises what posters put where they left lines out:
+// "....", "…", "[...]", "<snip>".
+func isCutMarker(line []byte) bool {
+	s := strings.Trim(strings.TrimSpace(string(line)), "[]()<>")
+	switch {
+	case s == "":
+		return false
+	case strings.Trim(s, ".…") == "", strings.EqualFold(s, "snip"), strings.EqualFold(s, "truncated"):
+		return true
+	}
+	return false
+}
+
+// isCounters: the line starts with iptables-save -c's "[packets:bytes]".
+func isCounters(line []byte) bool {
+	end := bytes.IndexByte(line, ']')
+	if end < 3 {
+		return false
+	}
+	a, b, ok := bytes.Cut(line[1:end], []byte{':'})
+	return ok && isUint(string(a)) && isUint(string(b))
 }
 
 func isCommand(op []byte) bool {
@@ -606,25 +658,25 @@ func isUint(s string) bool {
 
 // headerlessRule records an -S or excerpt line, whose table is inferred at
 // the end (headerless.go).
-func (p *parser) headerlessRule(op string, chain, text []byte, packets, nbytes uint64) {
+func (p *parser) headerlessRule(op, chain, text []byte, packets, nbytes uint64) {
 	name := p.arena.Add(chain)
-	switch op {
+	switch string(op) {
 	case "-A", "--append":
 		r := p.parsedRule(text, packets, nbytes)
 		p.addItem(inspect.FormatIPTablesExcerpt, item{kind: itemRule, chain: name, rule: r})
 	case "-N", "--new-chain":
-		p.addItem(inspect.FormatIPTablesRules, item{kind: itemChain, chain: name, policy: "-"})
+		p.addItem(inspect.FormatIPTablesRules, item{kind: itemChain, chain: name})
 	case "-P", "--policy":
 		f := strings.Fields(string(text))
-		it := item{kind: itemPolicy, chain: name}
+		pol, packets, nbytes := "", uint64(0), uint64(0)
 		if len(f) > 0 {
-			it.policy = f[0]
+			pol = f[0]
 		}
 		if len(f) == 4 && f[1] == "-c" {
-			it.packets, _ = strconv.ParseUint(f[2], 10, 64)
-			it.bytes, _ = strconv.ParseUint(f[3], 10, 64)
+			packets, _ = strconv.ParseUint(f[2], 10, 64)
+			nbytes, _ = strconv.ParseUint(f[3], 10, 64)
 		}
-		p.addItem(inspect.FormatIPTablesRules, it)
+		p.addItem(inspect.FormatIPTablesRules, policyItem(name, pol, packets, nbytes))
 	default:
 		p.warn("%s %s: a command, not a listing: skipped", op, name)
 	}
