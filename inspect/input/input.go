@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,10 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/nft"
 )
+
+// nftJSON is how `nft -j` output starts (kube-proxy's configuration has
+// an "nftables" key too).
+var nftJSON = regexp.MustCompile(`^\{\s*"nftables"\s*:\s*\[`)
 
 const unrecognised = "unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, iptables -S or -L output, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines or Prometheus metrics"
 
@@ -36,7 +41,7 @@ func Detect(head []byte) (inspect.Format, error) {
 		return "", fmt.Errorf("empty input")
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' && !bytes.HasPrefix(trimmed, []byte("[0")) && bytes.Contains(firstLine(trimmed), []byte("{")) {
-		if bytes.Contains(head, []byte(`"nftables"`)) {
+		if nftJSON.Match(trimmed) {
 			return inspect.FormatNFTJSON, nil
 		}
 		return "", fmt.Errorf("JSON, but not `nft -j list ruleset` output (no \"nftables\" key)")

@@ -64,10 +64,10 @@ type Identity struct {
 }
 
 var (
-	kindValue    = regexp.MustCompile(`(?m)(?:"kind"\s*:\s*"|^\s*-?\s*kind:\s*["']?)([A-Za-z]+)`)
-	objectKinds  = map[string]bool{"Service": true, "EndpointSlice": true, "Endpoints": true, "Node": true, "Pod": true, "ConfigMap": true, "Namespace": true, "DaemonSet": true, "Deployment": true}
-	gzipMagic    = []byte{0x1f, 0x8b}
-	configzGroup = []byte(`"kubeproxy.config.k8s.io"`)
+	kindValue   = regexp.MustCompile(`(?m)(?:"kind"\s*:\s*"|^\s*-?\s*kind:\s*["']?)([A-Za-z]+)`)
+	objectKinds = map[string]bool{"Service": true, "EndpointSlice": true, "Endpoints": true, "Node": true, "Pod": true, "ConfigMap": true, "Namespace": true, "DaemonSet": true, "Deployment": true}
+	gzipMagic   = []byte{0x1f, 0x8b}
+	configzKey  = regexp.MustCompile(`^\{\s*"kubeproxy\.config\.k8s\.io"\s*:`)
 )
 
 // Identify names what an input's first bytes hold: a ruleset or metrics
@@ -88,8 +88,7 @@ func Identify(head []byte) Identity {
 		}
 		return Identity{Kind: KindRuleset, What: rulesetWhat[f], Format: f}
 	}
-	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if bytes.HasPrefix(trimmed, []byte("{")) && bytes.Contains(head, configzGroup) && !bytes.Contains(head, []byte(`"apiVersion"`)) {
+	if configzKey.Match(bytes.TrimLeft(head, " \t\r\n\ufeff")) {
 		return Identity{Kind: KindConfig, What: "kube-proxy's /configz"}
 	}
 	if bytes.Contains(head, []byte(`"collectedAt"`)) && bytes.Contains(head, []byte(`"files"`)) {
