@@ -367,7 +367,10 @@ func (p *parser) addReferencedChains() {
 			}
 		}
 	}
-	if n > 0 {
+	switch {
+	case n == 1:
+		p.dump.Warnings = append(p.dump.Warnings, "1 chain appears only as a jump target (referenced, not in the dump): its rules are not known")
+	case n > 1:
 		p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("%d chains appear only as jump targets (referenced, not in the dump): their rules are not known", n))
 	}
 }

@@ -77,10 +77,14 @@ func parseCommandLine(line string) (command, bool) {
 		return command{}, false // "# iptables rules of node-a"
 	}
 	cmd := command{text: text}
+	// The command's own words end at a pipe or list operator, spaced or not
+	// ("iptables -L -t nat|grep nginx").
+	own := text
+	if i := strings.IndexAny(own, "|;&"); i >= 0 {
+		own = own[:i]
+	}
+	words = strings.Fields(own)
 	for i, w := range words {
-		if w == "|" || strings.HasPrefix(w, "|") {
-			break
-		}
 		fam, ok := iptablesProgram(path.Base(w))
 		if !ok {
 			continue
