@@ -81,6 +81,10 @@ func FuzzRead(f *testing.F) {
 	f.Add(`{"nftables":[{"table":{"family":"ip","name":"x"}}]}`)
 	f.Add("add table ip kube-proxy\nadd chain ip kube-proxy services\n")
 	f.Add("# HELP x y\nx 1\n")
+	f.Add("$ iptables -t nat -L -n\nChain KUBE-SERVICES (2 references)\ntarget     prot opt source               destination\nKUBE-SVC-X  6    --  0.0.0.0/0            10.96.0.1            /* c */ tcp dpt:443\n")
+	f.Add("-P INPUT ACCEPT\n-N KUBE-FORWARD\n-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP\n")
+	f.Add(":KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -j KUBE-NODEPORTS\n")
+	f.Add(`{"kubeproxy.config.k8s.io":{"nftables":{}}}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		in, err := input.Read(strings.NewReader(s), "fuzz")
 		if err != nil {

@@ -53,11 +53,10 @@ type section struct {
 	ctx   command
 	items []item
 	// declared: chains declared or listed in this section.
-	declared  map[string]bool
-	sawRule   bool
-	sawUser   bool // a user chain was declared or listed
-	sawPolicy bool
-	cut       bool // a "...." line: the poster left rules out
+	declared map[string]bool
+	sawRule  bool
+	sawUser  bool // a user chain was declared or listed
+	cut      bool // a "...." line: the poster left rules out
 }
 
 // hlSection returns the section an item of that kind for chain joins,
@@ -104,7 +103,6 @@ func (p *parser) addItem(form inspect.Format, it item) {
 	case itemRule:
 		s.sawRule = true
 	case itemPolicy:
-		s.sawPolicy = true
 		s.declared[it.chain] = true
 	case itemChain:
 		s.sawUser = true
@@ -196,8 +194,7 @@ func (p *parser) placeSection(s *section) {
 			name = seg.tables.one()
 		default:
 			name = seg.tables.one()
-			p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf(
-				"lines %d-%d: no table is named and the chains (%s) do not tell which; read as %s — pass the table (--table) to say",
+			p.note(fmt.Sprintf("lines %d-%d: no table is named and the chains (%s) do not tell which; read as %s — pass the table (--table) to say",
 				seg.items[0].line, seg.items[len(seg.items)-1].line, chainList(seg.items), name))
 		}
 		fam := p.segmentFamily(s, seg, sectionFamily)
@@ -322,7 +319,7 @@ func (p *parser) fill(t *inspect.IPTable, s *section, items []item) {
 			if by := p.filledBy[c]; len(c.Rules) > 0 && by != s.id {
 				if !warned[c] {
 					warned[c] = true
-					p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("line %d: chain %s is listed again; its rules from line %d are kept", it.line, c.Name, c.Rules[0].Line))
+					p.warnAt(int(it.line), "chain %s is listed again; its rules from line %d are kept", c.Name, c.Rules[0].Line)
 				}
 				continue
 			}

@@ -312,7 +312,7 @@ func (p *parser) listingLine(line string) bool {
 func (p *parser) listChain(name, policy string, packets, bytes uint64) {
 	p.flushSkipped()
 	if p.table != nil {
-		p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("line %d: table %q has no COMMIT before an iptables -L listing", p.lr.Line(), p.table.Name))
+		p.warn("table %q has no COMMIT before an iptables -L listing", p.table.Name)
 		p.commit()
 	}
 	if p.list == nil {

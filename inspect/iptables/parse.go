@@ -120,9 +120,19 @@ type parser struct {
 const maxWarnings = 20
 
 func (p *parser) warn(format string, args ...any) {
+	p.warnAt(p.lr.Line(), format, args...)
+}
+
+// warnAt adds a warning about a line.
+func (p *parser) warnAt(line int, format string, args ...any) {
+	p.note(fmt.Sprintf("line %d: ", line) + fmt.Sprintf(format, args...))
+}
+
+// note adds a warning, up to maxWarnings of them.
+func (p *parser) note(msg string) {
 	p.warnings++
 	if p.warnings <= maxWarnings {
-		p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("line %d: ", p.lr.Line())+fmt.Sprintf(format, args...))
+		p.dump.Warnings = append(p.dump.Warnings, msg)
 	} else if p.warnings == maxWarnings+1 {
 		p.dump.Warnings = append(p.dump.Warnings, "further warnings suppressed")
 	}
@@ -148,18 +158,11 @@ func (p *parser) flushSkipped() {
 	}
 	n := p.skipN
 	p.skipN = 0
-	p.warnings++
-	if p.warnings > maxWarnings {
-		if p.warnings == maxWarnings+1 {
-			p.dump.Warnings = append(p.dump.Warnings, "further warnings suppressed")
-		}
-		return
-	}
 	if n == 1 {
-		p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("line %d: skipped, not iptables rules: %.60q", p.skipFrom, p.skipFirst))
+		p.note(fmt.Sprintf("line %d: skipped, not iptables rules: %.60q", p.skipFrom, p.skipFirst))
 		return
 	}
-	p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("lines %d-%d: %d lines skipped, not iptables rules (the first: %.60q)", p.skipFrom, p.skipTo, n, p.skipFirst))
+	p.note(fmt.Sprintf("lines %d-%d: %d lines skipped, not iptables rules (the first: %.60q)", p.skipFrom, p.skipTo, n, p.skipFirst))
 }
 
 func (p *parser) parse() (*inspect.Ruleset, error) {
@@ -279,10 +282,16 @@ func (p *parser) parse() (*inspect.Ruleset, error) {
 		}
 	}
 	headeredFormat := p.dump.Format
+	families := map[kubeproxy.Family]bool{}
 	for _, t := range p.rs.IPTables {
 		t.Format = headeredFormat
-		if p.inputFamily == "" || t.Family == kubeproxy.IPv6 {
-			p.inputFamily = t.Family
+		families[t.Family] = true
+	}
+	if len(families) == 1 {
+		// Headerless rules without an address take the family of the dump
+		// they were pasted with.
+		for f := range families {
+			p.inputFamily = f
 		}
 	}
 	p.placeHeaderless()
@@ -341,7 +350,7 @@ func (p *parser) endSection() { p.hl = nil }
 func (p *parser) command(cmd command) {
 	p.flushSkipped()
 	if p.table != nil {
-		p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("line %d: table %q has no COMMIT before the next command", p.lr.Line(), p.table.Name))
+		p.warn("table %q has no COMMIT before the next command", p.table.Name)
 		p.commit()
 	}
 	p.endSection()
@@ -388,7 +397,7 @@ func (p *parser) header(line string) bool {
 	if p.dump.Backend == kubeproxy.BackendUnknown {
 		p.dump.Backend = p.backend
 	} else if p.dump.Backend != p.backend {
-		p.dump.Warnings = append(p.dump.Warnings, fmt.Sprintf("line %d: sections from different iptables backends in one dump (%s and %s)", p.lr.Line(), p.dump.Backend, p.backend))
+		p.warn("sections from different iptables backends in one dump (%s and %s)", p.dump.Backend, p.backend)
 	}
 	return true
 }
