@@ -97,6 +97,9 @@ type ChainOwner struct {
 	Rules       int32               `json:"rules"`
 	Stale       bool                `json:"stale"`
 	Note        string              `json:"note,omitempty"`
+	// OnlyReferenced: the input showed only jumps to the chain, not the
+	// chain (inspect.IPChain.OnlyReferenced).
+	OnlyReferenced bool `json:"onlyReferenced,omitempty"`
 }
 
 // Result is the attribution of every kube-proxy chain of a ruleset.
@@ -291,7 +294,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		if !strings.HasPrefix(c.Name, kubeproxy.PrefixKube) {
 			continue
 		}
-		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: kubeproxy.KindUnknown, Rules: int32(len(c.Rules))}
+		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: kubeproxy.KindUnknown, Rules: int32(len(c.Rules)), OnlyReferenced: c.OnlyReferenced}
 		// kube-proxy's fixed chains, and the kubelet's and IPVS mode's, so
 		// that they are not mistaken for unknown ones.
 		if f := kubeproxy.Fixed(c.Name); f != nil {

@@ -22,6 +22,19 @@ const (
 	// FormatIPTablesRestore is kube-proxy's own iptables-restore input
 	// (unquoted comments, --or-mark, -X lines, no built-in policies).
 	FormatIPTablesRestore Format = "iptables-restore"
+	// FormatIPTablesRules is `iptables -S` / `ip6tables -S` output (also
+	// `-t TABLE -S [CHAIN]`, `--list-rules`, `-v` counters): -P, -N and -A
+	// lines with no *table header and no COMMIT. The table is inferred.
+	FormatIPTablesRules Format = "iptables-S"
+	// FormatIPTablesExcerpt is rule lines without their table: what
+	// `iptables-save | grep KUBE` leaves (-A lines, :CHAIN declarations).
+	FormatIPTablesExcerpt Format = "iptables-excerpt"
+	// FormatIPTablesList is `iptables -L -n [-v] [-x] [--line-numbers]`
+	// (whole table or one chain).
+	FormatIPTablesList Format = "iptables-L"
+	// FormatIPTablesMixed is one input holding several iptables forms (a
+	// paste of several commands' output).
+	FormatIPTablesMixed Format = "iptables-mixed"
 	// FormatNFTJSON is `nft -j list ruleset` (or `list table …`).
 	FormatNFTJSON Format = "nft-json"
 	// FormatNFTText is `nft list ruleset` text.
@@ -96,6 +109,10 @@ type IPTable struct {
 	// FromNFT is set when the table was read from `nft list` output of an
 	// iptables-nft node: it has no comments and some matches lack arguments.
 	FromNFT bool
+	// Partial is set when the input showed only some of the table's chains
+	// (an excerpt, or `iptables -S CHAIN` / `-L CHAIN`): a chain missing
+	// from it may well exist on the node.
+	Partial bool
 
 	Chains []*IPChain
 	byName map[string]*IPChain
@@ -177,6 +194,11 @@ type IPChain struct {
 	Line    int32
 	// Deleted is set when kube-proxy's restore input deletes the chain (-X).
 	Deleted bool
+	// OnlyReferenced is set when the input never showed the chain itself,
+	// only rules jumping to it (an excerpt: `iptables -S KUBE-SVC-…` names
+	// its KUBE-SEP- chains). It has no rules because they were not shown,
+	// not because it is empty.
+	OnlyReferenced bool
 
 	idx int32 // position in the table's Chains
 }

@@ -212,8 +212,8 @@ func TestParseIPTablesErrors(t *testing.T) {
 	tests := []struct {
 		name, input, want string
 	}{
-		{"empty", "", "no iptables table"},
-		{"garbage", "hello world\nthis is not a dump\n", "no iptables table"},
+		{"empty", "", "no iptables rules"},
+		{"garbage", "hello world\nthis is not a dump\n", "no iptables rules"},
 		{"binary", "*nat\n\x00\x01\x02", "binary"},
 	}
 	for _, tc := range tests {
