@@ -144,7 +144,7 @@ func TestMapErrors(t *testing.T) {
 		{"missing file", "", []string{"map", "--from-dump", "/nonexistent/dump"}, "no such file"},
 		{"garbage", "this is not a ruleset\n", []string{"map", "--from-dump", "-"}, "unrecognised input"},
 		{"metrics only", "# HELP x y\n# TYPE x gauge\nx 1\n", []string{"map", "--from-dump", "-"}, "hold no ruleset"},
-		{"objects are not objects", "", []string{"map", "--from-dump", smallFixture + "iptables/save-nft-ipv4.txt", "--from-objects", smallFixture + "iptables/save-nft-ipv4.txt"}, "is an iptables-save dump: pass it with --from-dump, not --from-objects"},
+		{"objects are not objects", "", []string{"map", "--from-dump", smallFixture + "iptables/save-nft-ipv4.txt", "--from-objects", smallFixture + "iptables/save-nft-ipv4.txt"}, "this file is an iptables dump (iptables-save): pass it with --from-dump"},
 		{"two stdins", "", []string{"map", "--from-dump", "-", "--from-objects", "-"}, "only one input"},
 	}
 	for _, tc := range tests {

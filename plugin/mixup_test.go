@@ -40,26 +40,26 @@ func TestWrongFlagSaysWhichFlag(t *testing.T) {
 		flag, file string
 		want       string
 	}{
-		{"--from-dump", small + "objects.json", "is Kubernetes objects: pass it with --from-objects, not --from-dump"},
-		{"--from-dump", yamlObjects, "is Kubernetes objects: pass it with --from-objects, not --from-dump"},
-		{"--from-dump", small + "configz-iptables.json", "pass it with --from-config, not --from-dump"},
-		{"--from-dump", small + "kube-proxy-configmap-nftables.yaml", "is kube-proxy's configuration: pass it with --from-config"},
-		{"--from-dump", bundle, "is a directory: pass a bundle directory with --from-bundle"},
-		{"--from-dump", gz, "is a gzip archive (a bundle written by `collect`?): pass it with --from-bundle"},
-		{"--from-objects", dump, "is an iptables-save dump: pass it with --from-dump, not --from-objects"},
-		{"--from-objects", small + "iptables/restore-ipv4.txt", "pass it with --from-dump, not --from-objects"},
-		{"--from-objects", small + "nftables/ruleset.json", "is an `nft -j list ruleset` dump: pass it with --from-dump"},
-		{"--from-objects", small + "nftables/ruleset.txt", "is an `nft list ruleset` dump: pass it with --from-dump"},
-		{"--from-objects", small + "nftables/knftables-ipv4.txt", "is a knftables dump: pass it with --from-dump"},
-		{"--from-objects", small + "metrics-iptables.txt", "is kube-proxy's metrics: pass it with --from-metrics, not --from-objects"},
-		{"--from-objects", small + "configz-nftables.json", "pass it with --from-config, not --from-objects"},
-		{"--from-metrics", small + "objects.json", "pass it with --from-objects, not --from-metrics"},
-		{"--from-metrics", small + "nftables/ruleset.txt", "pass it with --from-dump, not --from-metrics"},
-		{"--from-config", small + "objects.json", "pass it with --from-objects, not --from-config"},
-		{"--from-config", dump, "pass it with --from-dump, not --from-config"},
-		{"--from-config", small + "metrics-nftables.txt", "pass it with --from-metrics, not --from-config"},
-		{"--from-bundle", dump, "is an iptables-save dump: pass it with --from-dump, not --from-bundle"},
-		{"--from-bundle", small + "objects.json", "pass it with --from-objects, not --from-bundle"},
+		{"--from-dump", small + "objects.json", "this file is Kubernetes objects (Service, EndpointSlice): pass it with --from-objects"},
+		{"--from-dump", yamlObjects, "this file is Kubernetes objects (Service, EndpointSlice): pass it with --from-objects"},
+		{"--from-dump", small + "configz-iptables.json", "this file is kube-proxy's /configz: pass it with --from-config"},
+		{"--from-dump", small + "kube-proxy-configmap-nftables.yaml", "this file is kube-proxy's ConfigMap: pass it with --from-config"},
+		{"--from-dump", bundle, "is a directory: pass a bundle's folder with --from-bundle"},
+		{"--from-dump", gz, "this file is a gzip archive (a bundle written by collect?): pass it with --from-bundle"},
+		{"--from-objects", dump, "this file is an iptables dump (iptables-save): pass it with --from-dump"},
+		{"--from-objects", small + "iptables/restore-ipv4.txt", "this file is an iptables dump (iptables-restore input): pass it with --from-dump"},
+		{"--from-objects", small + "nftables/ruleset.json", "this file is an nftables dump (nft -j list ruleset): pass it with --from-dump"},
+		{"--from-objects", small + "nftables/ruleset.txt", "this file is an nftables dump (nft list ruleset): pass it with --from-dump"},
+		{"--from-objects", small + "nftables/knftables-ipv4.txt", "this file is an nftables dump (knftables): pass it with --from-dump"},
+		{"--from-objects", small + "metrics-iptables.txt", "this file is kube-proxy's metrics: pass it with --from-metrics"},
+		{"--from-objects", small + "configz-nftables.json", "this file is kube-proxy's /configz: pass it with --from-config"},
+		{"--from-metrics", small + "objects.json", "this file is Kubernetes objects (Service, EndpointSlice): pass it with --from-objects"},
+		{"--from-metrics", small + "nftables/ruleset.txt", "this file is an nftables dump (nft list ruleset): pass it with --from-dump"},
+		{"--from-config", small + "objects.json", "this file is Kubernetes objects (Service, EndpointSlice): pass it with --from-objects"},
+		{"--from-config", dump, "this file is an iptables dump (iptables-save): pass it with --from-dump"},
+		{"--from-config", small + "metrics-nftables.txt", "this file is kube-proxy's metrics: pass it with --from-metrics"},
+		{"--from-bundle", dump, "this file is an iptables dump (iptables-save): pass it with --from-dump"},
+		{"--from-bundle", small + "objects.json", "this file is Kubernetes objects (Service, EndpointSlice): pass it with --from-objects"},
 	} {
 		args := []string{"map", tc.flag, tc.file}
 		if tc.flag != "--from-dump" && tc.flag != "--from-bundle" {
@@ -72,7 +72,7 @@ func TestWrongFlagSaysWhichFlag(t *testing.T) {
 	}
 	// stdin cannot be read twice: what was read of it tells.
 	_, _, err = runCmd(t, objectsJSON, "map", "--from-dump", "-")
-	if err == nil || !strings.Contains(err.Error(), "<stdin> is Kubernetes objects: pass it with --from-objects") {
+	if err == nil || !strings.Contains(err.Error(), "<stdin>: this file is Kubernetes objects (Service, EndpointSlice): pass it with --from-objects") {
 		t.Errorf("objects on stdin: %v", err)
 	}
 	// Garbage stays the reader's own error.
@@ -83,5 +83,33 @@ func TestWrongFlagSaysWhichFlag(t *testing.T) {
 	_, _, err = runCmd(t, nil, "map", "--from-dump", junk)
 	if err == nil || strings.Contains(err.Error(), "pass it with") || !strings.Contains(err.Error(), "unrecognised input") {
 		t.Errorf("junk: %v", err)
+	}
+}
+
+// --table names the table of pasted rules that do not say it, and is
+// checked.
+func TestTableFlag(t *testing.T) {
+	dir := t.TempDir()
+	// A KUBE-SERVICES excerpt whose targets do not tell the table.
+	excerpt := filepath.Join(dir, "excerpt.txt")
+	if err := os.WriteFile(excerpt, []byte("-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j ACCEPT\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tableOf := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := runCmd(t, nil, append([]string{"map", "--from-dump", excerpt, "-o", "jsonpath={.chains[*].table}"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errOut)
+		}
+		return out
+	}
+	if got := tableOf(); !strings.Contains(got, "filter") {
+		t.Errorf("without --table: %q, want filter (iptables' default)", got)
+	}
+	if got := tableOf("--table", "nat"); !strings.Contains(got, "nat") || strings.Contains(got, "filter") {
+		t.Errorf("--table nat: %q", got)
+	}
+	if _, _, err := runCmd(t, nil, "map", "--from-dump", excerpt, "--table", "natt"); err == nil || !strings.Contains(err.Error(), `unknown iptables table "natt"`) {
+		t.Errorf("--table natt: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
@@ -41,6 +43,8 @@ type InputOptions struct {
 	// objectsOnly: no node is read (map CHAIN with no dump: the names are
 	// recomputed from the objects, the cluster's when none are given).
 	objectsOnly bool
+	// Table is --table: the iptables table of pasted rules without one.
+	Table string
 	// AllNamespaces (-A) and Selector (-l) select Services, with -n.
 	AllNamespaces bool
 	Selector      string
@@ -84,10 +88,12 @@ func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Conf
 	fs := cmd.Flags()
 	fs.StringVar(&o.Node, "node", "", "the node to read, live through a short-lived debug pod; with --from-dump, the node the dump comes from (traffic policies depend on it)")
 	fs.StringArrayVar(&o.Bundles, "from-bundle", nil, "read a bundle written by \"collect -d\" (a folder or .tar.gz) instead of the cluster")
-	fs.StringArrayVar(&o.Dumps, "from-dump", nil, "read a saved ruleset (iptables-save, ip6tables-save, nft list ruleset, nft -j list ruleset, knftables dump) or kube-proxy metrics; repeatable; - reads stdin")
+	fs.StringArrayVar(&o.Dumps, "from-dump", nil, "read a saved ruleset (iptables-save, iptables -S, iptables -L -n, pasted rule lines, nft list ruleset, nft -j list ruleset, knftables dump) or kube-proxy metrics; repeatable; - reads stdin")
 	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
 	fs.StringArrayVar(&o.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
 	fs.StringArrayVar(&o.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")
+	fs.StringVar(&o.Table, "table", "", "the iptables table of pasted rules that do not say it (-S, -A lines, -L listings without a *table header or an iptables -t command line): "+strings.Join(iptables.Tables, ", ")+"; default: inferred from the chains")
+	_ = cmd.RegisterFlagCompletionFunc("table", cobra.FixedCompletions(iptables.Tables, cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&o.At, "at", "", "judge ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default: when the node was read (live or the bundle's collectedAt), else the newest timestamp in the metrics")
 	o.Live.AddFlags(cmd)
 }
@@ -193,6 +199,9 @@ func (o *InputOptions) Validate() error {
 	}
 	if len(o.Dumps) > 0 && len(o.Bundles) > 0 {
 		return fmt.Errorf("--from-dump and --from-bundle do not mix: a bundle holds its own dumps")
+	}
+	if err := o.readOptions().Validate(); err != nil {
+		return fmt.Errorf("--table: %w", err)
 	}
 	if err := o.Live.Validate(); err != nil {
 		return err
@@ -327,7 +336,7 @@ func (o *InputOptions) loadObjectsOnly() (*Loaded, error) {
 func (o *InputOptions) readObjects() (*correlate.Objects, error) {
 	objs := &correlate.Objects{}
 	for _, name := range o.Objects {
-		err := o.readInput("--from-objects", name, func(r io.Reader, src string) error {
+		err := o.readInput("--from-objects", input.KindObjects, name, func(r io.Reader, src string) error {
 			more, err := correlate.ReadObjects(r, src)
 			if err == nil {
 				objs.Add(more)
@@ -455,12 +464,17 @@ func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 	return c.Collect(o.Context())
 }
 
+// readOptions are how --from-dump files are read.
+func (o *InputOptions) readOptions() input.Options {
+	return input.Options{IPTables: iptables.Options{Table: o.Table}}
+}
+
 // load reads the files.
 func (o *InputOptions) load() (*Loaded, error) {
 	l := &Loaded{Ruleset: &inspect.Ruleset{}}
 	for _, name := range o.Dumps {
-		err := o.readInput("--from-dump", name, func(r io.Reader, src string) error {
-			in, err := input.Read(r, src)
+		err := o.readInput("--from-dump", input.KindRuleset, name, func(r io.Reader, src string) error {
+			in, err := o.readOptions().Read(r, src)
 			if err != nil {
 				return err
 			}
@@ -477,7 +491,7 @@ func (o *InputOptions) load() (*Loaded, error) {
 		}
 	}
 	for _, name := range o.Metrics {
-		err := o.readInput("--from-metrics", name, func(r io.Reader, src string) error {
+		err := o.readInput("--from-metrics", input.KindMetrics, name, func(r io.Reader, src string) error {
 			m, err := metrics.Parse(r, src)
 			if err == nil {
 				l.Metrics = append(l.Metrics, m)
@@ -489,7 +503,7 @@ func (o *InputOptions) load() (*Loaded, error) {
 		}
 	}
 	for _, name := range o.Config {
-		err := o.readInput("--from-config", name, func(r io.Reader, src string) error {
+		err := o.readInput("--from-config", input.KindConfig, name, func(r io.Reader, src string) error {
 			cfg, err := kpconfig.Parse(r, src)
 			if err == nil {
 				l.Config = cfg // the last one wins
