@@ -97,7 +97,7 @@ func TestTableFlag(t *testing.T) {
 	}
 	tableOf := func(args ...string) string {
 		t.Helper()
-		out, errOut, err := runCmd(t, nil, append([]string{"map", "--from-dump", excerpt, "-o", "jsonpath={.chains[*].table}"}, args...)...)
+		out, errOut, err := runCmd(t, nil, append([]string{"map", "--from-dump", excerpt, "-o", "jsonpath={.items[*].table}"}, args...)...)
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, errOut)
 		}
