@@ -570,7 +570,13 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 		}
 		explainRow(row, rows, failures, m, mode, rs)
 		row.Compared = row.Metric != nil
-		if !row.Compared {
+		if t := rs.IPTable(row.Family, row.Table); row.Compared && t != nil && t.Partial {
+			// An excerpt's count says nothing about the table's.
+			row.Compared, row.Agree = false, false
+			row.NotCompared = "the dump holds only part of this table (an excerpt or one chain's listing)"
+			row.Reason = "not compared: " + row.NotCompared + "; pass the whole " + saveCommand(row.Family)
+		}
+		if !row.Compared && row.NotCompared == "" {
 			row.NotCompared = "no rule-count metric for this table"
 			if m == nil {
 				row.NotCompared = "no metrics given"

@@ -54,6 +54,7 @@ const (
 	gapTopology    = "topology"
 	gapLocalPolicy = "local"
 	gapScope       = "scope"
+	gapPartial     = "partial"
 )
 
 type gap struct {
@@ -100,6 +101,12 @@ func (n *Node) gaps() []gap {
 				add(gapFilter, fmt.Sprintf("%s \"no endpoints\" rejects, load-balancer firewall drops and health-check ports", fam),
 					fmt.Sprintf("the dump holds no %s filter table", fam), "the whole "+saveCommand(fam)+" (not -t nat)")
 			}
+		}
+	}
+	for _, t := range n.Ruleset.IPTables {
+		if t.Partial {
+			add(gapPartial, fmt.Sprintf("the rules of the %s %s table the input does not show (a missing rule or endpoint may be there)", t.Family, t.Name),
+				"the input is an excerpt of the table: a grep, one chain's listing, a cut paste, or jumps to chains it leaves out", "the whole "+saveCommand(t.Family)+" (or iptables -t "+t.Name+" -S)")
 		}
 	}
 	if len(n.Metrics) == 0 {

@@ -37,9 +37,9 @@ func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation,
 	if err != nil {
 		return nil, err
 	}
-	rep := judgeExplanation(ex)
+	rep, unchecked := judgeOn(n, ex)
 	rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
-	rep.NotChecked = explainGaps(n, ex)
+	rep.NotChecked = append(explainGaps(n, ex), unchecked...)
 	rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
 	return rep, nil
 }
@@ -69,9 +69,9 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 		if !n.selected(ex.Namespace + "/" + ex.Name) {
 			continue
 		}
-		rep := judgeExplanation(ex)
+		rep, unchecked := judgeOn(n, ex)
 		rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
-		rep.NotChecked = explainGaps(n, ex)
+		rep.NotChecked = append(explainGaps(n, ex), unchecked...)
 		rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
 		problems = problems || rep.Status == StatusProblems
 		incomplete = incomplete || rep.Status == StatusIncomplete
@@ -147,6 +147,50 @@ func judgeExplanation(ex *correlate.Explanation) *ServiceExplanation {
 		rep.Ports = append(rep.Ports, PortReport{PortPath: ex.Ports[i], Problems: judgePort(&ex.Ports[i])})
 	}
 	return rep
+}
+
+// absenceKinds are the problems that rest on a rule not being there.
+var absenceKinds = map[string]bool{
+	ProblemNoEntry: true, ProblemMissingEndpoints: true, ProblemEmptyChain: true, ProblemRemovedJump: true,
+	ProblemNoReject: true, ProblemShares: true, ProblemSourceRanges: true,
+}
+
+// judgeOn judges an explanation against the node's input: where a table is
+// only an excerpt (pasted rule lines, one chain's listing), a rule it does
+// not show proves nothing, so the problems that rest on absence are not
+// reported but listed as not checked.
+func judgeOn(n *Node, ex *correlate.Explanation) (*ServiceExplanation, []Gap) {
+	rep := judgeExplanation(ex)
+	var unchecked []Gap
+	for i := range rep.Ports {
+		pp := &rep.Ports[i]
+		if pp.Mode != string(kubeproxy.ModeIPTables) || !partialTables(n, kubeproxy.Family(pp.Family)) {
+			continue
+		}
+		kept := pp.Problems[:0:0]
+		for _, p := range pp.Problems {
+			if absenceKinds[p.Kind] && p.Severity != SeverityInfo {
+				what, _, _ := strings.Cut(p.Message, ": ")
+				unchecked = append(unchecked, Gap{Check: fmt.Sprintf("%s (%s %s): %s", pp.ServicePort, pp.Mode, pp.Family, what),
+					Reason: "the " + pp.Family + " rules are an excerpt, and what it does not show may hold it", Remedy: "the whole " + saveCommand(kubeproxy.Family(pp.Family))})
+				continue
+			}
+			kept = append(kept, p)
+		}
+		pp.Problems = kept
+	}
+	return rep, unchecked
+}
+
+// partialTables: the family's nat or filter table is only part of the
+// node's.
+func partialTables(n *Node, fam kubeproxy.Family) bool {
+	for _, t := range n.Ruleset.IPTables {
+		if t.Family == fam && t.Partial && (t.Name == kubeproxy.TableNAT || t.Name == kubeproxy.TableFilter) {
+			return true
+		}
+	}
+	return false
 }
 
 // judgePort says what is wrong with one port's path, most severe first.

@@ -1,7 +1,9 @@
 package diagnose
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
@@ -45,7 +47,7 @@ func Counts(n *Node) *RuleCounts {
 	}
 	cr := CompareCounts(n.Ruleset, m, stale, n.At, opts)
 	rep := &RuleCounts{APIVersion: APIVersion, Kind: "RuleCounts", CountsReport: cr, LargeClusterModeFromObjects: correlate.LargeClusterMode(n.Objects)}
-	rep.NotChecked = gapsOf(n.gaps(), gapMetrics)
+	rep.NotChecked = gapsOf(n.gaps(), gapMetrics, gapPartial)
 	problems := len(cr.Failures) > 0
 	for _, s := range cr.LastSync {
 		problems = problems || s.Hung
@@ -76,6 +78,17 @@ func Masquerade(n *Node) *MasqueradeReport {
 		rep.Families = []MasqReport{}
 	}
 	rep.NotChecked = gapsOf(n.gaps(), gapConfig)
+	// On an excerpt of the nat table, a chain or rule it does not show
+	// proves nothing: what the family's setup lacks is not checked.
+	for i := range rep.Families {
+		f := &rep.Families[i]
+		if f.Mode != kubeproxy.ModeIPTables || !partialTables(n, f.Family) || len(f.Problems) == 0 {
+			continue
+		}
+		rep.NotChecked = append(rep.NotChecked, Gap{Check: fmt.Sprintf("the masquerade setup of %s %s (%s)", f.Mode, f.Family, strings.Join(f.Problems, "; ")),
+			Reason: "the " + string(f.Family) + " rules are an excerpt, and what it does not show may hold it", Remedy: "the whole " + saveCommand(f.Family)})
+		f.Problems = []string{}
+	}
 	problems := false
 	for _, f := range rep.Families {
 		problems = problems || len(f.Problems) > 0 || len(f.Conflicts) > 0

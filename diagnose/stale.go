@@ -84,7 +84,7 @@ func Stale(n *Node, opts StaleOptions) *StaleReport {
 		}
 	}
 	rep.Groups = groupStale(rep.Chains, n.Objects, opts)
-	rep.NotChecked = gapsOf(n.gaps(), gapObjects)
+	rep.NotChecked = gapsOf(n.gaps(), gapObjects, gapPartial)
 	problems := len(blockingLeftovers(rep)) > 0
 	for _, c := range rep.Chains {
 		problems = problems || c.Referenced || !c.Leftover && !c.NotDueYet

@@ -138,7 +138,8 @@ func Triage(n *Node) *TriageReport {
 			if n.Select != nil && !n.Select(ex.Namespace, ex.Name) {
 				continue
 			}
-			for _, pp := range judgeExplanation(ex).Ports {
+			judged, _ := judgeOn(n, ex) // the excerpt's gap is the triage's (gapPartial)
+			for _, pp := range judged.Ports {
 				for _, p := range pp.Problems {
 					tag := tagService
 					if driftKinds[p.Kind] {
@@ -199,7 +200,7 @@ func Triage(n *Node) *TriageReport {
 		rep.Summary[f.Severity]++
 	}
 	all := n.gaps()
-	rep.NotChecked = gapsOf(all, gapObjects, gapFamily, gapFilter, gapMetrics, gapConfig, gapTopology, gapLocalPolicy, gapScope)
+	rep.NotChecked = gapsOf(all, gapObjects, gapFamily, gapFilter, gapMetrics, gapConfig, gapTopology, gapLocalPolicy, gapScope, gapPartial)
 	rep.Status = verdict(rep.Summary[SeverityError]+rep.Summary[SeverityWarning] > 0, rep.NotChecked)
 	rep.Verdict = triageVerdict(rep)
 	return rep

@@ -130,7 +130,11 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 	fmt.Fprintln(out, mode)
 	fmt.Fprintf(out, "chains: %d kube-proxy chains, %d attributed, %d without owner, %d stale\n", rep.Chains.Chains, rep.Chains.Attributed, rep.Chains.Unowned, rep.Chains.Stale)
 	for _, m := range rep.Masquerade {
-		line := fmt.Sprintf("masquerade %s %s: mark %s", m.Mode, m.Family, m.Mark)
+		mark := m.Mark
+		if mark == "" {
+			mark = "not seen"
+		}
+		line := fmt.Sprintf("masquerade %s %s: mark %s", m.Mode, m.Family, mark)
 		if m.MasqueradeBit >= 0 {
 			line += fmt.Sprintf(" (bit %d)", m.MasqueradeBit)
 		}
