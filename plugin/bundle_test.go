@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -109,7 +110,7 @@ func TestFromBundleOldMetrics(t *testing.T) {
 			{churnFixture + "metrics-iptables.txt", collect.KindMetrics},
 			{churnFixture + "kube-proxy-configmap-iptables.yaml", collect.KindConfig},
 		})
-		b, err := collect.OpenBundle(dir)
+		b, err := collect.OpenBundle(context.Background(), dir, collect.DefaultLimits)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -200,8 +200,12 @@ func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
 	}
 	if o.Out.Machine() {
 		err = o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})
-	} else if err = b.render(o.IOStreams.Out, o.Out.term); err == nil {
-		renderNotChecked(o.IOStreams.Out, o.Out.term, b.notChecked)
+	} else {
+		out := newSanitizingWriter(o.IOStreams.Out, o.Out.term) // names and notes are untrusted text
+		if err = b.render(out, o.Out.term); err == nil {
+			renderNotChecked(out, o.Out.term, b.notChecked)
+		}
+		out.flush()
 	}
 	if code := exitCode(b.status); err == nil && code != ExitHealthy {
 		return &ExitError{Code: code}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -119,7 +120,7 @@ func TestBundleRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			b, err := OpenBundle(name)
+			b, err := OpenBundle(context.Background(), name, DefaultLimits)
 			if err != nil {
 				t.Fatalf("OpenBundle: %v", err)
 			}
@@ -324,7 +325,7 @@ func TestOpenBundleErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := isolateTemp(t)
 			work := t.TempDir()
-			b, err := OpenBundle(tc.build(t, work))
+			b, err := OpenBundle(context.Background(), tc.build(t, work), DefaultLimits)
 			if err == nil {
 				b.Close()
 				t.Fatalf("OpenBundle succeeded (files %+v), want an error mentioning %q", b.Manifest.Files, tc.want)
