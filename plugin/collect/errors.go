@@ -55,7 +55,7 @@ func apiError(err error, verb, resource, namespace, why string) error {
 		return &PodSecurityError{Namespace: namespace, Err: err}
 	case apierrors.IsForbidden(err) && isRBAC(err):
 		return &Forbidden{Verb: verb, Resource: resource, Namespace: namespace, Why: why, Err: err}
-	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
+	case strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'kubectl-proxyrules"):
 		return fmt.Errorf("the admission policy of kubectl-proxyrules refused to %s %s in namespace %s: %v. It lets only the plugin's own debug pod run there; --image must be one the cluster admin lists in the policy's parameters (ConfigMap %s/%s)", verb, resource, namespace, err, DefaultDebugNamespace, PolicyParams)
 	case apierrors.IsForbidden(err):
 		// An admission plugin, not RBAC: its message says why.
