@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -95,9 +96,15 @@ func (o *CleanupOptions) Run(cmd *cobra.Command) error {
 		}
 		me = r.Status.UserInfo.Username
 	}
-	pods, err := o.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: collect.LabelManagedBy + "=" + collect.ManagedBy})
+	selector := metav1.ListOptions{LabelSelector: collect.LabelManagedBy + "=" + collect.ManagedBy}
+	pods, err := o.Client.CoreV1().Pods("").List(ctx, selector)
+	if apierrors.IsForbidden(err) {
+		// The RBAC of deploy/ grants pods only where debug pods run.
+		fmt.Fprintf(o.ErrOut, "you may not list pods in every namespace: looking in %s only\n", collect.DefaultDebugNamespace)
+		pods, err = o.Client.CoreV1().Pods(collect.DefaultDebugNamespace).List(ctx, selector)
+	}
 	if err != nil {
-		return fmt.Errorf("listing the plugin's pods in all namespaces: %w (RBAC: list pods cluster-wide; kubectl apply -f %s)", err, collect.RBACFile)
+		return fmt.Errorf("listing the plugin's pods: %w (RBAC: list pods in %s; kubectl apply -f %s)", err, collect.DefaultDebugNamespace, collect.RBACFile)
 	}
 	now := o.now()
 	var doomed []corev1.Pod

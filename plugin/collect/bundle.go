@@ -98,6 +98,9 @@ const (
 	maxManifestFiles = 1000
 	// MaxArchiveEntries bounds the entries of a .tar.gz read (listed or not).
 	MaxArchiveEntries = 10000
+	// maxSkippedBytes bounds the entries an archive holds besides the files
+	// read: never written, but inflated to be read past (seconds of CPU).
+	maxSkippedBytes = 4 << 30
 )
 
 // Limits bound what reading a bundle may cost, checked while it is read and
@@ -381,73 +384,37 @@ func tarEntries(ctx context.Context, archive string, visit func(rel string, h *t
 	}
 }
 
-// extractBundle reads the manifest of an archive (a first pass that stops
-// at bundle.json, which collect writes first), then extracts the files it
-// lists that lim wants, each within its cap.
+// extractBundle extracts the files an archive's manifest lists that lim
+// wants, each within its cap. collect writes bundle.json first, so one pass
+// reads it and then the files (a pipe works: --from-bundle <(curl ...));
+// an archive repacked with bundle.json later is read twice, which only a
+// regular file allows.
 func extractBundle(ctx context.Context, archive, dir string, lim Limits, m *Manifest) error {
-	found := false
-	err := tarEntries(ctx, archive, func(rel string, h *tar.Header, r io.Reader) (bool, error) {
-		if rel != ManifestFile {
-			return false, nil
-		}
-		if h.Size > maxManifestBytes {
-			return true, fmt.Errorf("%s: larger than %s: not a manifest written by collect", ManifestFile, HumanBytes(maxManifestBytes))
-		}
-		found = true
-		if err := readManifest(r, m); err != nil {
-			return true, fmt.Errorf("%s: %w", ManifestFile, err)
-		}
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("not a bundle written by `collect` (no %s)", ManifestFile)
-	}
-	wanted := map[string]BundleFile{}
-	for _, f := range m.Files {
-		if f.Bytes > 0 && lim.File(f.Kind) > 0 {
-			wanted[f.Path] = f
-		}
-	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	extracted := map[string]bool{}
-	var total int64
-	err = tarEntries(ctx, archive, func(rel string, h *tar.Header, r io.Reader) (bool, error) {
-		f, ok := wanted[rel]
-		if !ok {
-			// Not listed (or not wanted): skipped, never written. Its size
-			// is still bounded, as the reader has to read past it.
-			if h.Size > lim.Total {
-				return true, &LimitError{What: fmt.Sprintf("archive entry %s", rel), Limit: lim.Total}
-			}
-			return false, nil
+	x := &extraction{root: root, lim: lim, m: m}
+	err = tarEntries(ctx, archive, x.visit)
+	if errors.Is(err, errManifestLater) {
+		st, serr := os.Stat(archive)
+		if serr != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not the archive's first file, and a stream cannot be read twice: save it to a file first", ManifestFile)
 		}
-		if extracted[rel] {
-			return true, fmt.Errorf("entry %q appears twice", h.Name)
+		if err = tarEntries(ctx, archive, x.findManifest); err == nil && x.wanted != nil {
+			err = tarEntries(ctx, archive, x.visit)
 		}
-		extracted[rel] = true
-		limit := lim.File(f.Kind)
-		if h.Size > limit {
-			return true, &LimitError{What: "bundle file " + rel, Kind: f.Kind, Limit: limit}
-		}
-		if total+h.Size > lim.Total {
-			return true, &LimitError{What: "the files of the bundle together", Limit: lim.Total}
-		}
-		total += h.Size
-		return false, writeEntry(root, rel, r, h.Size)
-	})
+	}
 	if err != nil {
 		return err
 	}
+	if x.wanted == nil {
+		return fmt.Errorf("not a bundle written by `collect` (no %s)", ManifestFile)
+	}
 	var missing []string
-	for p := range wanted {
-		if !extracted[p] {
+	for p := range x.wanted {
+		if !x.extracted[p] {
 			missing = append(missing, p)
 		}
 	}
@@ -456,6 +423,77 @@ func extractBundle(ctx context.Context, archive, dir string, lim Limits, m *Mani
 		return fmt.Errorf("%s lists %s, which the archive does not hold", ManifestFile, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+var errManifestLater = errors.New("bundle.json comes after other files")
+
+// extraction is where the extraction of one archive stands.
+type extraction struct {
+	root      *os.Root
+	lim       Limits
+	m         *Manifest
+	wanted    map[string]BundleFile // nil until the manifest is read
+	extracted map[string]bool
+	total     int64 // bytes extracted
+	skipped   int64 // bytes read past
+}
+
+// findManifest is a pass that only reads bundle.json.
+func (x *extraction) findManifest(rel string, h *tar.Header, r io.Reader) (bool, error) {
+	if rel != ManifestFile {
+		return false, nil
+	}
+	return true, x.readManifest(h, r)
+}
+
+func (x *extraction) readManifest(h *tar.Header, r io.Reader) error {
+	if h.Size > maxManifestBytes {
+		return fmt.Errorf("%s: larger than %s: not a manifest written by collect", ManifestFile, HumanBytes(maxManifestBytes))
+	}
+	if err := readManifest(r, x.m); err != nil {
+		return fmt.Errorf("%s: %w", ManifestFile, err)
+	}
+	x.wanted, x.extracted = map[string]BundleFile{}, map[string]bool{}
+	for _, f := range x.m.Files {
+		if f.Bytes > 0 && x.lim.File(f.Kind) > 0 {
+			x.wanted[f.Path] = f
+		}
+	}
+	return nil
+}
+
+// visit reads the manifest if it comes first, then extracts what it lists.
+func (x *extraction) visit(rel string, h *tar.Header, r io.Reader) (bool, error) {
+	if rel == ManifestFile {
+		if x.wanted != nil {
+			return false, nil // read by findManifest
+		}
+		return false, x.readManifest(h, r)
+	}
+	if x.wanted == nil {
+		return true, errManifestLater
+	}
+	f, ok := x.wanted[rel]
+	if !ok {
+		// Not listed (or not wanted): skipped, never written. What the
+		// reader inflates to read past such entries is bounded too.
+		if x.skipped += h.Size; x.skipped > maxSkippedBytes {
+			return true, &LimitError{What: fmt.Sprintf("what the archive holds besides the files it lists (up to %s)", rel), Limit: maxSkippedBytes}
+		}
+		return false, nil
+	}
+	if x.extracted[rel] {
+		return true, fmt.Errorf("entry %q appears twice", h.Name)
+	}
+	x.extracted[rel] = true
+	if limit := x.lim.File(f.Kind); h.Size > limit {
+		return true, &LimitError{What: "bundle file " + rel, Kind: f.Kind, Limit: limit}
+	}
+	if x.total+h.Size > x.lim.Total {
+		return true, &LimitError{What: "the files of the bundle together", Limit: x.lim.Total}
+	}
+	x.total += h.Size
+	return false, writeEntry(x.root, rel, r, h.Size)
 }
 
 // writeEntry writes one extracted file, new, below root.
