@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
@@ -104,4 +105,23 @@ func TestTextOutputSanitized(t *testing.T) {
 			t.Errorf("--color always lost the plugin's own colours")
 		}
 	}
+}
+
+// Whatever the text, what sanitize returns holds no control character but
+// tab and newline, no C1 control, no bidirectional override, no invalid
+// UTF-8 (a raw 0x9b byte is CSI to some terminals).
+func FuzzSanitize(f *testing.F) {
+	f.Add("osc52 \x1b]52;c;ZXZpbA==\x07")
+	f.Add("\u202e\u009b\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := sanitize(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("sanitize(%q) = %q: not UTF-8", s, out)
+		}
+		for _, r := range out {
+			if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || unsafeRune(r) {
+				t.Fatalf("sanitize(%q) keeps %U", s, r)
+			}
+		}
+	})
 }

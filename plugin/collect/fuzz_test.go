@@ -1,9 +1,14 @@
 package collect
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -115,6 +120,44 @@ func FuzzCheckScript(f *testing.F) {
 			if !ok || Allowed(argv) != nil {
 				t.Fatalf("accepted %q", lines[i])
 			}
+		}
+	})
+}
+
+// Whatever archive comes in, OpenBundle returns a bundle or an error, never
+// panics, writes only below its temporary folder and leaves nothing there
+// once closed or failed.
+func FuzzOpenBundle(f *testing.F) {
+	var ok bytes.Buffer
+	gz := gzip.NewWriter(&ok)
+	tw := tar.NewWriter(gz)
+	for _, e := range []struct{ name, body string }{{"node-a/" + ManifestFile, okManifest}, {"node-a/rules.txt", "*nat\nCOMMIT\n"}} {
+		tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o600, Size: int64(len(e.body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(e.body))
+	}
+	tw.Close()
+	gz.Close()
+	f.Add(ok.Bytes())
+	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))
+	f.Add([]byte("not gzip"))
+	f.Fuzz(func(t *testing.T, archive []byte) {
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		name := filepath.Join(t.TempDir(), "in.tar.gz")
+		if err := os.WriteFile(name, archive, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		lim := Limits{File: func(string) int64 { return 1 << 20 }, Total: 2 << 20}
+		if b, err := OpenBundle(context.Background(), name, lim); err == nil {
+			for _, bf := range b.Manifest.Files {
+				if r, err := b.Open(bf); err == nil {
+					r.Close()
+				}
+			}
+			b.Close()
+		}
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Fatalf("left %v", left)
 		}
 	})
 }
