@@ -41,7 +41,10 @@ EndpointSlices, the Node, the kube-proxy pod and its ConfigMap, and a
 bundle.json that says how each file was obtained.
 
 Every command reads a bundle back with --from-bundle, so an incident can be
-analysed later, elsewhere, or attached to a ticket.`,
+analysed later, elsewhere, or attached to a ticket: it holds no secrets (of
+the objects, only what the analyses read: no env, annotations, managedFields,
+nor the ConfigMap's embedded kubeconfig), and its files are readable by you
+alone.`,
 		Example: fmt.Sprintf(collectExample, name),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
