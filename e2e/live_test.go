@@ -347,42 +347,6 @@ func TestLiveInterrupted(t *testing.T) {
 	t.Fatal("could not interrupt a run while its pod existed in 3 attempts")
 }
 
-// TestLiveRBAC: deploy/rbac.yaml grants what the plugin needs; a user
-// without it is told which verb is missing.
-func TestLiveRBAC(t *testing.T) {
-	defer noDebugPods(t)
-	kubectl(t, "apply", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml"))
-	defer kubectl(t, "delete", "-f", filepath.Join(repoRoot, "deploy", "rbac.yaml"), "--ignore-not-found")
-	// A member of the group of deploy/rbac.yaml: everything works.
-	out, errOut, code := plugin(t, "map", "-o", "json", "--node", "node-a", "--as", "alice", "--as-group", "kubectl-proxyrules-users")
-	if code != 0 {
-		t.Fatalf("map as a member of kubectl-proxyrules-users: exit %d\n%s", code, errOut)
-	}
-	var m liveMap
-	if err := json.Unmarshal([]byte(out), &m); err != nil || m.Collection == nil || m.Collection.Via != "debug-pod" {
-		t.Fatalf("map as alice: %v, collection %+v", err, m.Collection)
-	}
-	// Someone who may read but not run pods: told what is missing.
-	_, errOut, code = plugin(t, "map", "--node", "node-a", "--as", "bob", "--as-group", "kubectl-proxyrules-users", "--debug-namespace", "kube-node-lease", "--via", "debug-pod")
-	if code != 1 || !strings.Contains(errOut, `not allowed to create pods in namespace kube-node-lease`) || !strings.Contains(errOut, "deploy/rbac.yaml") {
-		t.Errorf("map with no rights in the debug namespace: exit %d, stderr:\n%s", code, errOut)
-	}
-	// Auto: no rights for a pod there, so it execs into kube-proxy instead.
-	out, errOut, code = plugin(t, "map", "-o", "json", "--node", "node-a", "--as", "bob", "--as-group", "kubectl-proxyrules-users", "--debug-namespace", "kube-node-lease")
-	if code != 0 {
-		t.Fatalf("map --via auto without pod rights: exit %d\n%s", code, errOut)
-	}
-	if err := json.Unmarshal([]byte(out), &m); err != nil || m.Collection.Via != "kube-proxy" {
-		t.Errorf("--via auto without pod rights: collection %+v, want via kube-proxy", m.Collection)
-	}
-	// A stranger: neither way, and the message names the verbs.
-	_, errOut, code = plugin(t, "map", "--node", "node-a", "--as", "mallory")
-	if code != 1 || !strings.Contains(errOut, "not allowed to") {
-		t.Errorf("map as a stranger: exit %d, stderr:\n%s", code, errOut)
-	}
-	t.Logf("stranger: %s", strings.TrimSpace(errOut))
-}
-
 // TestLiveErrors: the errors a user can act on.
 func TestLiveErrors(t *testing.T) {
 	defer noDebugPods(t)
@@ -402,6 +366,8 @@ func TestLiveErrors(t *testing.T) {
 		{"unknown node", []string{"--node", "node-zz"}, []string{`node "node-zz" not found`, "kubectl get nodes"}},
 		{"pod security", []string{"--node", "node-a", "--debug-namespace", "psa-baseline", "--via", "debug-pod"}, []string{"Pod Security", "privileged", "--debug-namespace", "--via kube-proxy"}},
 		{"no kube-proxy", []string{"--node", "node-nokp"}, []string{"no kube-proxy pod runs on node node-nokp", "--image"}},
+		{"no debug namespace", []string{"--node", "node-a", "--debug-namespace", "not-applied", "--via", "debug-pod"}, []string{"namespace not-applied does not exist", "kubectl apply -f deploy/"}},
+		{"pod deadline above the bound", []string{"--node", "node-a", "--pod-deadline", "2h"}, []string{"--pod-deadline must be between"}},
 		{"bad --via", []string{"--node", "node-a", "--via", "ssh"}, []string{"--via must be"}},
 	}
 	for _, tt := range tests {
@@ -419,30 +385,60 @@ func TestLiveErrors(t *testing.T) {
 	}
 }
 
-// TestLiveCleanup: cleanup deletes the plugin's leftovers and nothing else.
+// TestLiveCleanup: cleanup deletes the caller's own leftovers (finished, or
+// past their deadline) and nothing else: not a run in progress, not
+// someone else's, never a pod without the plugin's label; --all deletes
+// every pod with the label, whoever started it.
 func TestLiveCleanup(t *testing.T) {
-	pod := func(name string, labels string) string {
-		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"default","labels":{%s}},
-"spec":{"nodeName":"node-a","containers":[{"name":"c","image":"registry.k8s.io/kube-proxy:v1.37.2","command":["sleep","60"]}]}}`, name, labels)
+	me := strings.TrimSpace(string(kubectl(t, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")))
+	pod := func(name, labels, by string, deadline int) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"default","labels":{%s},"annotations":{"proxyrules.kubectl.io/started-by":%q}},
+"spec":{"nodeName":"node-a","activeDeadlineSeconds":%d,"containers":[{"name":"c","image":"registry.k8s.io/kube-proxy:v1.37.2","command":["sleep","600"]}]}}`, name, labels, by, deadline)
 	}
-	mustRun(t, []byte(pod("proxyrules-left-over", `"app.kubernetes.io/managed-by":"kubectl-proxyrules"`)), "kubectl", "create", "-f", "-")
-	mustRun(t, []byte(pod("someone-elses", `"app.kubernetes.io/managed-by":"kubectl-debug"`)), "kubectl", "create", "-f", "-")
-	defer run(nil, "kubectl", "delete", "pod", "someone-elses", "--grace-period=0", "--ignore-not-found")
+	const ours = `"app.kubernetes.io/managed-by":"kubectl-proxyrules"`
+	for _, p := range []string{
+		pod("proxyrules-left-over", ours, me, 1),     // mine, past its deadline in a moment
+		pod("proxyrules-in-progress", ours, me, 600), // mine, a run in progress
+		pod("proxyrules-bobs", ours, "bob", 1),       // someone else's
+		pod("someone-elses", `"app.kubernetes.io/managed-by":"kubectl-debug"`, me, 1),
+	} {
+		mustRun(t, []byte(p), "kubectl", "create", "-f", "-")
+	}
+	defer run(nil, "kubectl", "delete", "pod", "someone-elses", "proxyrules-in-progress", "proxyrules-bobs", "--grace-period=0", "--ignore-not-found", "--wait=false")
+	time.Sleep(2500 * time.Millisecond) // past the 1 s deadlines
+	exists := func(name string) bool {
+		_, err := run(nil, "kubectl", "get", "pod", name)
+		return err == nil
+	}
 	out, _, code := plugin(t, "cleanup", "--dry-run")
-	if code != 0 || !strings.Contains(out, "would delete pod default/proxyrules-left-over") || strings.Contains(out, "someone-elses") {
-		t.Errorf("cleanup --dry-run: exit %d\n%s", code, out)
+	if code != 0 || !strings.Contains(out, "would delete pod default/proxyrules-left-over") || strings.Contains(out, "would delete pod default/proxyrules-in-progress") ||
+		strings.Contains(out, "proxyrules-bobs") || strings.Contains(out, "someone-elses") {
+		t.Errorf("cleanup --dry-run as %s: exit %d\n%s", me, code, out)
 	}
 	out, _, code = plugin(t, "cleanup")
-	if code != 0 || !strings.Contains(out, "deleted pod default/proxyrules-left-over") {
+	if code != 0 || !strings.Contains(out, "deleted pod default/proxyrules-left-over") || !strings.Contains(out, "kept pod default/proxyrules-in-progress") {
 		t.Errorf("cleanup: exit %d\n%s", code, out)
 	}
 	eventually(t, "the leftover pod is gone", func() error {
+		if exists("proxyrules-left-over") {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	if !exists("proxyrules-in-progress") || !exists("proxyrules-bobs") {
+		t.Errorf("cleanup deleted a run in progress or someone else's pod")
+	}
+	out, _, code = plugin(t, "cleanup", "--all")
+	if code != 0 || !strings.Contains(out, "deleting pod default/proxyrules-bobs") || !strings.Contains(out, "deleting pod default/proxyrules-in-progress") {
+		t.Errorf("cleanup --all: exit %d\n%s", code, out)
+	}
+	eventually(t, "--all deleted the plugin's pods", func() error {
 		if out := strings.TrimSpace(string(kubectl(t, "get", "pods", "-A", "-l", debugPodLabel, "-o", "name"))); out != "" {
 			return fmt.Errorf("still there: %s", out)
 		}
 		return nil
 	})
-	if _, err := run(nil, "kubectl", "get", "pod", "someone-elses"); err != nil {
-		t.Errorf("cleanup deleted a pod that is not its own: %v", err)
+	if !exists("someone-elses") {
+		t.Errorf("cleanup deleted a pod that is not its own")
 	}
 }

@@ -51,6 +51,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			os.Exit(1)
 		}
+		if err := applyDeploy(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: kubectl apply -f deploy/:", err)
+			os.Exit(1)
+		}
 		os.Exit(m.Run())
 	}
 	os.Exit(supervise())

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -81,6 +82,8 @@ func TestFromBundleErrors(t *testing.T) {
 		{[]string{"collect", "--node", "n"}, "-d DIR"},
 		{[]string{"collect", "-d", "x"}, "pass --node"},
 		{[]string{"collect", "--node", "n", "-d", "testdata"}, "not empty"},
+		{[]string{"map", "--node", "n", "--pod-deadline", "2h"}, "--pod-deadline must be between 30s and 1h0m0s"},
+		{[]string{"collect", "--node", "n", "-d", "x", "--pod-deadline", "10s"}, "--pod-deadline must be between"},
 	}
 	for _, tt := range tests {
 		_, _, err := runCmd(t, nil, tt.args...)
@@ -109,7 +112,7 @@ func TestFromBundleOldMetrics(t *testing.T) {
 			{churnFixture + "metrics-iptables.txt", collect.KindMetrics},
 			{churnFixture + "kube-proxy-configmap-iptables.yaml", collect.KindConfig},
 		})
-		b, err := collect.OpenBundle(dir)
+		b, err := collect.OpenBundle(context.Background(), dir, collect.DefaultLimits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,5 +136,23 @@ func TestFromBundleOldMetrics(t *testing.T) {
 		if rep.EvidenceTimeSource != "the bundle's collectedAt" || !rep.EvidenceTime.Equal(tc.collectedAt) {
 			t.Errorf("evidence time %v (%s), want the bundle's %v", rep.EvidenceTime, rep.EvidenceTimeSource, tc.collectedAt)
 		}
+	}
+}
+
+// collect -d into the user's own empty folder: a failure leaves the folder,
+// and collect never writes through an archive that appeared meanwhile.
+func TestCollectKeepsUsersFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "incident")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nowhere := filepath.Join(t.TempDir(), "nowhere.kubeconfig")
+	os.WriteFile(nowhere, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: x}}]\n"), 0o600)
+	_, _, err := runCmd(t, nil, "collect", "--node", "n", "-d", dir, "--kubeconfig", nowhere, "--request-timeout", "2s")
+	if err == nil {
+		t.Fatal("collect against no cluster succeeded")
+	}
+	if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+		t.Errorf("a failed collect removed the user's own folder %s (%v)", dir, serr)
 	}
 }

@@ -41,7 +41,10 @@ EndpointSlices, the Node, the kube-proxy pod and its ConfigMap, and a
 bundle.json that says how each file was obtained.
 
 Every command reads a bundle back with --from-bundle, so an incident can be
-analysed later, elsewhere, or attached to a ticket.`,
+analysed later, elsewhere, or attached to a ticket: it holds no secrets (of
+the objects, only what the analyses read: no env, annotations, managedFields,
+nor the ConfigMap's embedded kubeconfig), and its files are readable by you
+alone.`,
 		Example: fmt.Sprintf(collectExample, name),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -89,18 +92,17 @@ func (o *CollectOptions) Validate() error {
 func (o *CollectOptions) Run() error {
 	dir := o.Dir
 	if collect.IsArchiveName(o.Dir) {
-		tmp, err := os.MkdirTemp(filepath.Dir(o.Dir), ".proxyrules-collect-")
+		tmp, err := collect.MkdirTemp(filepath.Dir(o.Dir), ".proxyrules-collect-")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(tmp)
+		defer collect.RemoveTemp(tmp)
 		dir = tmp
 	}
+	// On failure the collector removes the files it wrote (and the folder,
+	// if it made it): never a half bundle, never the user's own folder.
 	man, err := o.Sources.Collect(dir)
 	if err != nil {
-		if dir == o.Dir {
-			os.RemoveAll(dir) // no half bundle that looks whole
-		}
 		return err
 	}
 	if dir != o.Dir {
@@ -119,21 +121,24 @@ func (o *CollectOptions) Run() error {
 	if mode == "" {
 		mode = "unknown"
 	}
-	fmt.Fprintf(o.Out, "node %s (%s mode", man.Node, mode)
+	// The manifest quotes the node (command errors, kube-proxy's mode).
+	out := &sanitizingWriter{w: o.Out}
+	fmt.Fprintf(out, "node %s (%s mode", man.Node, mode)
 	if man.Backend != "" {
-		fmt.Fprintf(o.Out, ", iptables %s", man.Backend)
+		fmt.Fprintf(out, ", iptables %s", man.Backend)
 	}
-	fmt.Fprintf(o.Out, ") via %s: %d files, %s in %s\n", man.Via, len(man.Files), collect.HumanBytes(total), o.Dir)
+	fmt.Fprintf(out, ") via %s: %d files, %s in %s\n", man.Via, len(man.Files), collect.HumanBytes(total), o.Dir)
 	for _, f := range man.Files {
 		state := collect.HumanBytes(f.Bytes)
 		if f.Error != "" {
 			state += ", " + f.Error
 		}
-		fmt.Fprintf(o.Out, "  %-34s %-10s %s\n", f.Path, f.Kind, state)
+		fmt.Fprintf(out, "  %-34s %-10s %s\n", f.Path, f.Kind, state)
 	}
 	for _, w := range man.Warnings {
-		fmt.Fprintf(o.Out, "warning: %s\n", w)
+		fmt.Fprintf(out, "warning: %s\n", w)
 	}
-	fmt.Fprintf(o.Out, "read it back with: %s triage --from-bundle %s\n", rootName(), o.Dir)
+	fmt.Fprintf(out, "read it back with: %s triage --from-bundle %s\n", rootName(), o.Dir)
+	out.flush()
 	return nil
 }

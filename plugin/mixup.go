@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +31,10 @@ func (o *InputOptions) readInput(flag string, want input.Kind, name string, read
 
 // misplacedBundle explains a --from-bundle that is another kind of file.
 func misplacedBundle(name string, err error) error {
+	// Only a regular file is looked into: a FIFO would block, and an
+	// interrupted read is not a misplaced file.
 	st, statErr := os.Stat(name)
-	if statErr != nil || st.IsDir() {
+	if statErr != nil || !st.Mode().IsRegular() || errors.Is(err, context.Canceled) {
 		return err
 	}
 	f, openErr := os.Open(name)

@@ -147,13 +147,14 @@ func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
 	switch {
 	case o.Out.Machine():
 		err = o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})
-	case o.Out.Listed():
-		err = o.Out.printRows(o.IOStreams.Out, b.rows())
 	default:
-		err = b.render(o.IOStreams.Out, o.Out.term)
-	}
-	if err == nil && !o.Out.Machine() && !o.Out.Listed() {
-		renderNotChecked(o.IOStreams.Out, o.Out.term, b.notChecked)
+		out := newSanitizingWriter(o.IOStreams.Out, o.Out.term) // names and notes are untrusted text
+		if o.Out.Listed() {
+			err = o.Out.printRows(out, b.rows())
+		} else if err = b.render(out, o.Out.term); err == nil {
+			renderNotChecked(out, o.Out.term, b.notChecked)
+		}
+		out.flush()
 	}
 	if code := exitCode(b.status); err == nil && code != ExitHealthy {
 		return &ExitError{Code: code}

@@ -60,6 +60,9 @@ type InputOptions struct {
 	// only that Service's chains where that is faster.
 	ServiceNamespace, ServiceName string
 
+	// MaxSize is --max-input-size: KIND=SIZE,... caps (see inputCaps).
+	MaxSize string
+
 	kube *genericclioptions.ConfigFlags
 	cmd  *cobra.Command
 	// preloaded are objects a command already read (explain resolves the
@@ -68,6 +71,14 @@ type InputOptions struct {
 	// collected is the manifest of the bundle being read (live or
 	// --from-bundle), on Load's copy.
 	collected *collect.Manifest
+	// bundleFiles are the inputs that are files of a bundle, by the path
+	// Load put in the lists: open reads them through their bundle.
+	bundleFiles map[string]bundleFile
+}
+
+type bundleFile struct {
+	bundle *collect.Bundle
+	file   collect.BundleFile
 }
 
 // LiveOptions are the flags of live collection.
@@ -95,6 +106,7 @@ func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Conf
 	fs.StringVar(&o.Table, "table", "", "the iptables table of pasted rules that do not say it (-S, -A lines, -L listings without a *table header or an iptables -t command line): "+strings.Join(iptables.Tables, ", ")+"; default: inferred from the chains")
 	_ = cmd.RegisterFlagCompletionFunc("table", cobra.FixedCompletions(iptables.Tables, cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&o.At, "at", "", "judge ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default: when the node was read (live or the bundle's collectedAt), else the newest timestamp in the metrics")
+	fs.StringVar(&o.MaxSize, "max-input-size", "", "caps on the size of inputs, KIND=SIZE,... (default "+defaultCaps.String()+"; bundle: the files of one .tar.gz together)")
 	o.Live.AddFlags(cmd)
 }
 
@@ -160,9 +172,9 @@ func (l *LiveOptions) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&l.Via, "via", collect.ViaAuto, "how to reach the node: debug-pod (a short-lived pod on the node), kube-proxy (exec into its kube-proxy pod), or auto (what your RBAC allows, preferring the debug pod)")
 	fs.StringVar(&l.Image, "image", "", "debug pod image (needs sleep, iptables and nft); default: the node's own kube-proxy image, already cached there")
-	fs.StringVar(&l.DebugNamespace, "debug-namespace", "default", "namespace of the debug pod (Pod Security must allow the privileged level there)")
+	fs.StringVar(&l.DebugNamespace, "debug-namespace", collect.DefaultDebugNamespace, "namespace of the debug pod: the one \"kubectl apply -f deploy/\" creates, or one whose Pod Security allows the privileged level")
 	fs.DurationVar(&l.StartTimeout, "pod-timeout", 2*time.Minute, "how long to wait for the debug pod to run")
-	fs.DurationVar(&l.Deadline, "pod-deadline", 10*time.Minute, "activeDeadlineSeconds of the debug pod: the kubelet stops it after this even if the plugin is killed")
+	fs.DurationVar(&l.Deadline, "pod-deadline", collect.DefaultPodDeadline, "activeDeadlineSeconds of the debug pod (the kubelet stops it after this even if the plugin is killed), and the most reading the node may take; at most 1h")
 	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read whole iptables-nft tables: save (iptables-nft-save, with rule comments), nft (nft list table, no comments), or auto (save, then nft if the save fails)")
 	fs.IntVar(&l.MetricsPort, "metrics-port", 0, "kube-proxy's metrics port on the node's loopback; default: from metricsBindAddress in kube-proxy's ConfigMap, else 10249")
 	_ = cmd.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy}, cobra.ShellCompDirectiveNoFileComp))
@@ -181,8 +193,8 @@ func (l *LiveOptions) Validate() error {
 	default:
 		return fmt.Errorf("--reader must be auto, save or nft, not %q", l.Reader)
 	}
-	if l.Deadline < 30*time.Second {
-		return fmt.Errorf("--pod-deadline must be at least 30s")
+	if l.Deadline < collect.MinPodDeadline || l.Deadline > collect.MaxPodDeadline {
+		return fmt.Errorf("--pod-deadline must be between %s and %s (the admission policy of deploy/ refuses longer-lived pods), not %s", collect.MinPodDeadline, collect.MaxPodDeadline, l.Deadline)
 	}
 	return nil
 }
@@ -230,19 +242,38 @@ type Loaded struct {
 	Node *diagnose.Node
 }
 
+// open opens an input for reading, within the cap on its kind: a file of a
+// bundle through the bundle (regular files inside it only), stdin for "-",
+// else the file. Reading past the cap is an error that says how to raise it.
 func (o *InputOptions) open(name string) (io.ReadCloser, string, error) {
-	if name == "-" {
+	caps, err := o.inputCaps()
+	if err != nil {
+		return nil, name, err
+	}
+	kind := o.kindOf(name)
+	var rc io.ReadCloser
+	src := name
+	switch bf, ok := o.bundleFiles[name]; {
+	case ok:
+		f, err := bf.bundle.Open(bf.file)
+		if err != nil {
+			return nil, name, err
+		}
+		rc = f
+	case name == "-":
 		in := o.In
 		if in == nil {
 			in = os.Stdin
 		}
-		return io.NopCloser(in), "<stdin>", nil
+		rc, src = io.NopCloser(in), "<stdin>"
+	default:
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, name, err
+		}
+		rc = f
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, name, err
-	}
-	return f, name, nil
+	return &cappedReader{ReadCloser: rc, left: caps[kind], limit: caps[kind], kind: kind, source: src}, src, nil
 }
 
 // Load reads every source: the node through the cluster when --node
@@ -251,13 +282,17 @@ func (o *InputOptions) Load() (*Loaded, error) {
 	if o.objectsOnly && len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" {
 		return o.loadObjectsOnly()
 	}
+	caps, err := o.inputCaps()
+	if err != nil {
+		return nil, err
+	}
 	bundles := o.Bundles
 	if o.live() {
-		dir, err := os.MkdirTemp("", "proxyrules-")
+		dir, err := collect.MkdirTemp("", "proxyrules-")
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
+		defer collect.RemoveTemp(dir)
 		if _, err := o.Collect(dir); err != nil {
 			return nil, err
 		}
@@ -266,11 +301,12 @@ func (o *InputOptions) Load() (*Loaded, error) {
 	// The bundles' files join the files given, in a copy: Load can run again.
 	src := *o
 	src.Dumps, src.Metrics, src.Config, src.Objects = clip(o.Dumps), clip(o.Metrics), clip(o.Config), clip(o.Objects)
+	src.bundleFiles = map[string]bundleFile{}
 	userObjects := len(o.Objects) > 0
 	for _, name := range bundles {
-		b, err := collect.OpenBundle(name)
+		b, err := collect.OpenBundle(o.Context(), name, caps.bundleLimits(userObjects))
 		if err != nil {
-			return nil, misplacedBundle(name, err)
+			return nil, misplacedBundle(name, caps.explain(err))
 		}
 		defer b.Close()
 		src.addBundle(b, userObjects)
@@ -280,7 +316,7 @@ func (o *InputOptions) Load() (*Loaded, error) {
 	}
 	l, err := src.load()
 	if err != nil {
-		return nil, err
+		return nil, caps.explain(err)
 	}
 	l.Collected = src.collected
 	l.Node = &diagnose.Node{Name: o.Node, Ruleset: l.Ruleset, Metrics: l.Metrics, Objects: l.Objects, Config: l.Config}
@@ -303,7 +339,7 @@ func (o *InputOptions) Load() (*Loaded, error) {
 	}
 	for _, d := range l.Ruleset.Dumps {
 		for _, msg := range d.Warnings {
-			fmt.Fprintf(o.errOut(), "warning: %s: %s\n", d.Source, msg)
+			fmt.Fprintf(o.errOut(), "warning: %s: %s\n", d.Source, sanitize(msg))
 		}
 	}
 	return l, nil
@@ -409,18 +445,25 @@ func (o *InputOptions) addBundle(b *collect.Bundle, userObjects bool) {
 		if f.Bytes == 0 {
 			continue
 		}
+		var list *[]string
 		switch f.Kind {
 		case collect.KindRuleset:
-			o.Dumps = append(o.Dumps, b.Path(f))
+			list = &o.Dumps
 		case collect.KindMetrics:
-			o.Metrics = append(o.Metrics, b.Path(f))
+			list = &o.Metrics
 		case collect.KindConfig:
-			o.Config = append(o.Config, b.Path(f))
+			list = &o.Config
 		case collect.KindObjects:
-			if !userObjects {
-				o.Objects = append(o.Objects, b.Path(f))
+			if userObjects {
+				continue
 			}
+			list = &o.Objects
+		default:
+			continue
 		}
+		p := b.Path(f)
+		*list = append(*list, p)
+		o.bundleFiles[p] = bundleFile{bundle: b, file: f}
 	}
 }
 
@@ -442,7 +485,7 @@ func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 	if errOut == nil {
 		errOut = os.Stderr
 	}
-	progress := &collect.Progress{Warn: errOut, Started: time.Now()}
+	progress := &collect.Progress{Warn: &sanitizingWriter{w: errOut}, Started: time.Now()}
 	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		progress.W = errOut
 	}

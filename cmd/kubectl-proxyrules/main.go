@@ -15,13 +15,20 @@ import (
 
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	// Ctrl-C or SIGTERM cancels the command, which then deletes its debug
-	// pod before exiting; a second signal exits at once (the pod's
-	// activeDeadlineSeconds still stops it).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, SIGTERM or SIGHUP (the terminal closed) cancels the command,
+	// which then deletes its debug pod and what it extracted before
+	// exiting; a second signal exits at once (the pod's
+	// activeDeadlineSeconds still stops it), removing the temporary files.
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
-		<-ctx.Done()
-		stop()
+		<-sigs
+		cancel()
+		<-sigs
+		plugin.RemoveTemporaryFiles()
+		fmt.Fprintln(os.Stderr, "interrupted")
+		os.Exit(130)
 	}()
 	err := plugin.NewCmdRoot(streams).ExecuteContext(ctx)
 	if err != nil {
@@ -32,7 +39,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "interrupted")
 			os.Exit(130)
 		}
-		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		fmt.Fprintf(os.Stderr, "error: %s\n", plugin.SanitizeText(err.Error()))
 		os.Exit(plugin.ExitCouldNotRun)
 	}
 }

@@ -163,6 +163,9 @@ done
 # No default route in the namespaces: nothing they send can leave the /24.
 
 # --- etcd and kube-apiserver on the host --------------------------------------------
+# Admission: PodSecurity and ValidatingAdmissionPolicy (GA since 1.30, on by
+# default; named here because the suite depends on them) enforce deploy/'s
+# namespace label and policies, which the suite applies and tests.
 mkdir -p "$RUN/etcd"
 start_daemon etcd "$LOGS/etcd.log" "$ETCD_BIN/etcd" --name e2e --data-dir "$RUN/etcd" \
 	--listen-client-urls "http://$ETCD_CLIENT" --advertise-client-urls "http://$ETCD_CLIENT" \
@@ -183,6 +186,7 @@ start_daemon kube-apiserver "$LOGS/kube-apiserver.log" "$K8S_BIN/kube-apiserver"
 	--service-account-issuer https://kubernetes.default.svc.cluster.local \
 	--service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
 	--authorization-mode Node,RBAC --allow-privileged=true \
+	--enable-admission-plugins NamespaceLifecycle,ServiceAccount,PodSecurity,ValidatingAdmissionPolicy \
 	--kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
 	--kubelet-certificate-authority "$PKI/ca.crt" \
 	--kubelet-preferred-address-types InternalIP,Hostname \

@@ -33,7 +33,8 @@ func (c *Collector) chooseVia(ctx context.Context, proxyPod *corev1.Pod) (string
 		return ViaKubeProxy, nil
 	}
 	return "", fmt.Errorf("you may neither run a debug pod nor exec into kube-proxy: missing %s. "+
-		"Ask for the ClusterRole in %s of kubectl-proxyrules (or check with kubectl auth can-i)", strings.Join(missing, ", "), RBACFile)
+		"Ask your cluster admin to run `kubectl apply -f %s` of kubectl-proxyrules (namespace %s, its RBAC and admission policy; %svia-kube-proxy/ adds --via kube-proxy), "+
+		"or check with kubectl auth can-i", strings.Join(missing, ", "), RBACFile, DefaultDebugNamespace, RBACFile)
 }
 
 // canI asks a SelfSubjectAccessReview, adding what is refused to missing.

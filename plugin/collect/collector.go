@@ -26,10 +26,11 @@ type Options struct {
 	// kube-proxy.
 	Via            string
 	Image          string // overrides the node's kube-proxy image
-	DebugNamespace string // "default" when empty
+	DebugNamespace string // DefaultDebugNamespace when empty
 	// StartTimeout bounds the wait for the debug pod to run.
 	StartTimeout time.Duration
-	// Deadline is the debug pod's activeDeadlineSeconds.
+	// Deadline is the debug pod's activeDeadlineSeconds, and bounds the
+	// whole read of the node (also through kube-proxy's pod, which has none).
 	Deadline time.Duration
 	Reader   string // ReaderAuto or ReaderSave
 	// Service limits the ruleset read to one Service's chains where that is
@@ -45,9 +46,16 @@ type Options struct {
 
 func (o *Options) debugNamespace() string {
 	if o.DebugNamespace == "" {
-		return "default"
+		return DefaultDebugNamespace
 	}
 	return o.DebugNamespace
+}
+
+func (o *Options) deadline() time.Duration {
+	if o.Deadline <= 0 {
+		return DefaultPodDeadline
+	}
+	return min(o.Deadline, MaxPodDeadline)
 }
 
 // Collector writes a bundle of one node into Dir. Its steps live in
@@ -66,15 +74,16 @@ type Collector struct {
 // Collect reads the node. The debug pod, if one was made, is deleted before
 // Collect returns, whatever happened (the caller cancels ctx on Ctrl-C).
 func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
-	now := c.now
-	if now == nil {
-		now = time.Now
-	}
 	w := &bundleWriter{dir: c.Dir, progress: c.Progress,
-		man: Manifest{Node: c.Node, CollectedAt: now().UTC().Truncate(time.Second), Scope: "full"}}
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		man: Manifest{Node: c.Node, CollectedAt: c.clock().UTC().Truncate(time.Second), Scope: "full"}}
+	if err := w.makeDir(); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			w.discard() // no half bundle that looks whole
+		}
+	}()
 	node, err := c.getNode(ctx)
 	if err != nil {
 		return nil, err
@@ -116,7 +125,9 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 			return nil, err
 		}
 		w.man.Image = image
-		pod, err := c.startDebugPod(ctx, image)
+		me := c.whoAmI(ctx)
+		c.removeLeftovers(ctx, me)
+		pod, err := c.startDebugPod(ctx, image, me)
 		if pod != nil {
 			defer func() {
 				if derr := c.deletePod(pod); derr != nil && err == nil {
@@ -130,13 +141,27 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 		target = Target{Namespace: pod.Namespace, Pod: pod.Name, Container: ContainerName}
 	}
 	w.man.Namespace, w.man.Pod = target.Namespace, target.Pod
-	if err := c.read(ctx, w, target, objects, metricsPort); err != nil {
+	// The debug pod's deadline stops it, and so its execs; kube-proxy's pod
+	// has none: this bounds the read either way.
+	rctx, cancel := context.WithTimeout(ctx, c.deadline())
+	defer cancel()
+	if err := c.read(rctx, w, target, objects, metricsPort); err != nil {
+		if ctx.Err() == nil && rctx.Err() != nil {
+			return nil, fmt.Errorf("reading node %s through pod %s/%s did not finish within --pod-deadline (%s): %w", c.Node, target.Namespace, target.Pod, c.deadline(), err)
+		}
 		return nil, err
 	}
-	if err := WriteManifest(c.Dir, &w.man); err != nil {
+	if err := w.writeManifest(); err != nil {
 		return nil, err
 	}
 	return &w.man, nil
+}
+
+func (c *Collector) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 // bundleWriter writes the files of one bundle and records them, with the
@@ -145,11 +170,23 @@ type bundleWriter struct {
 	dir      string
 	man      Manifest
 	progress *Progress
+	// created are the files written, madeDir whether dir was made here:
+	// what a failed collection removes, and nothing else.
+	created []string
+	madeDir bool
 }
 
 // write saves data as f.Path and records f with its size.
 func (w *bundleWriter) write(f BundleFile, data []byte) error {
-	if err := os.WriteFile(filepath.Join(w.dir, f.Path), data, 0o644); err != nil {
+	out, err := w.create(f.Path)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	f.Bytes = int64(len(data))
@@ -157,9 +194,25 @@ func (w *bundleWriter) write(f BundleFile, data []byte) error {
 	return nil
 }
 
-// create opens a file of the bundle for a streamed output; add records it.
+// create opens a new file of the bundle for a streamed output; add records
+// it. O_EXCL: a file or link already there is never written through.
 func (w *bundleWriter) create(name string) (*os.File, error) {
-	return os.Create(filepath.Join(w.dir, name))
+	p := filepath.Join(w.dir, name)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if err == nil {
+		w.created = append(w.created, p)
+	}
+	return f, err
+}
+
+// writeManifest writes bundle.json, last: a bundle without it is not one.
+func (w *bundleWriter) writeManifest() error {
+	f, err := w.create(ManifestFile)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return WriteManifest(w.dir, &w.man)
 }
 
 func (w *bundleWriter) add(f BundleFile) { w.man.Files = append(w.man.Files, f) }
@@ -168,4 +221,48 @@ func (w *bundleWriter) warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	w.man.Warnings = append(w.man.Warnings, msg)
 	w.progress.Warning(msg)
+}
+
+// forget removes the files written and recorded since the manifest listed
+// files and created created: a read given up for another.
+func (w *bundleWriter) forget(files, created int) {
+	for _, p := range w.created[created:] {
+		os.Remove(p)
+	}
+	w.created, w.man.Files = w.created[:created], w.man.Files[:files]
+}
+
+// discard removes what a failed collection wrote: its files, and the
+// folder if it made it (os.Remove leaves a folder that holds anything else).
+func (w *bundleWriter) discard() {
+	for _, p := range w.created {
+		os.Remove(p)
+	}
+	w.created = nil
+	if w.madeDir {
+		os.Remove(w.dir)
+	}
+}
+
+// makeDir creates the bundle's folder, or takes an existing empty one.
+func (w *bundleWriter) makeDir() error {
+	if err := os.MkdirAll(filepath.Dir(w.dir), 0o755); err != nil {
+		return err
+	}
+	err := os.Mkdir(w.dir, dirMode)
+	if err == nil {
+		w.madeDir = true
+		return nil
+	}
+	if !os.IsExist(err) {
+		return err
+	}
+	entries, rerr := os.ReadDir(w.dir)
+	if rerr != nil {
+		return rerr
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not empty: collect writes into a new or empty folder", w.dir)
+	}
+	return nil
 }

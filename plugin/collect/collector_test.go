@@ -78,7 +78,9 @@ func testKubeProxyPod(node string) *corev1.Pod {
 func testConfigMap() *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: "kube-system"},
-		Data:       map[string]string{"config.conf": "mode: iptables\nmetricsBindAddress: 127.0.0.1:10249\n"},
+		Data: map[string]string{
+			"config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nmetricsBindAddress: 127.0.0.1:10249\n",
+		},
 	}
 }
 
@@ -131,6 +133,7 @@ type fakeRunner struct {
 	runErr  error                 // Run fails with it
 	block   bool                  // Run waits for ctx to end
 	onRun   func()                // called in every Run (before it blocks)
+	maxArg  int                   // the longest argument the node takes; 0: the kernel's 128 KiB
 
 	calls   [][]string // each Run's argvs, joined with spaces
 	argvs   [][]string // every argv received
@@ -170,11 +173,20 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 	}
 	r.calls = append(r.calls, call)
 	// What the remote runner would send: a script of the commands, which
-	// its stream checks again.
-	if script, err := Script(cmds, "0123456789abcdef"); err != nil {
+	// its stream checks again, and which the kernel takes only below 128 KiB
+	// (a node's runtime may take less: maxArg).
+	script, err := Script(cmds)
+	if err != nil {
 		r.bad = append(r.bad, "Script: "+err.Error())
 	} else if err := allowedOrScript(script); err != nil {
 		r.bad = append(r.bad, "allowedOrScript: "+err.Error())
+	}
+	maxArg := r.maxArg
+	if maxArg == 0 {
+		maxArg = 128 << 10
+	}
+	if err == nil && len(script[2]) > maxArg {
+		return "", fmt.Errorf(`exec: "sh": argument list too long`)
 	}
 	if r.onRun != nil {
 		r.onRun()
@@ -398,7 +410,7 @@ func (e *env) checkCleanedUp(t *testing.T) {
 
 func openBundle(t *testing.T, dir string) *Bundle {
 	t.Helper()
-	b, err := OpenBundle(dir)
+	b, err := OpenBundle(context.Background(), dir, DefaultLimits)
 	if err != nil {
 		t.Fatalf("OpenBundle: %v", err)
 	}
@@ -481,7 +493,7 @@ func TestCollectDebugPod(t *testing.T) {
 			name:      "node's kube-proxy image",
 			objs:      defaultObjects(),
 			opts:      Options{Node: testNode, Via: ViaDebugPod, Deadline: 5 * time.Minute},
-			wantNS:    "default",
+			wantNS:    DefaultDebugNamespace,
 			wantImage: testImage,
 			wantOther: []string{"Node", "Pod", "ConfigMap"},
 		},
@@ -490,7 +502,7 @@ func TestCollectDebugPod(t *testing.T) {
 			objs:      defaultObjects(),
 			opts:      Options{Node: testNode, Via: ViaAuto, Deadline: 5 * time.Minute},
 			access:    deny(),
-			wantNS:    "default",
+			wantNS:    DefaultDebugNamespace,
 			wantImage: testImage,
 			wantOther: []string{"Node", "Pod", "ConfigMap"},
 		},
@@ -507,7 +519,7 @@ func TestCollectDebugPod(t *testing.T) {
 			name:      "--image overrides kube-proxy's",
 			objs:      defaultObjects(),
 			opts:      Options{Node: testNode, Via: ViaDebugPod, Image: "example.com/nettools:1", Deadline: 5 * time.Minute},
-			wantNS:    "default",
+			wantNS:    DefaultDebugNamespace,
 			wantImage: "example.com/nettools:1",
 			wantOther: []string{"Node", "Pod", "ConfigMap"},
 		},
@@ -515,7 +527,7 @@ func TestCollectDebugPod(t *testing.T) {
 			name:        "--image without kube-proxy",
 			objs:        withoutProxy,
 			opts:        Options{Node: testNode, Via: ViaDebugPod, Image: "example.com/nettools:1", Deadline: 5 * time.Minute},
-			wantNS:      "default",
+			wantNS:      DefaultDebugNamespace,
 			wantImage:   "example.com/nettools:1",
 			wantOther:   []string{"Node"},
 			wantWarning: "no kube-proxy pod on node node-a",
@@ -524,7 +536,7 @@ func TestCollectDebugPod(t *testing.T) {
 			name:        "--image, kube-proxy only on another node",
 			objs:        otherNodeProxy,
 			opts:        Options{Node: testNode, Via: ViaDebugPod, Image: "example.com/nettools:1", Deadline: 5 * time.Minute},
-			wantNS:      "default",
+			wantNS:      DefaultDebugNamespace,
 			wantImage:   "example.com/nettools:1",
 			wantOther:   []string{"Node"},
 			wantWarning: "no kube-proxy pod on node node-a",
@@ -665,14 +677,14 @@ func TestCollectDeletesPod(t *testing.T) {
 		{
 			name:  "runner fails",
 			setup: func(e *env, _ context.CancelFunc) { e.runner.runErr = errors.New("error dialing backend: EOF") },
-			want:  []string{"exec in default/" + testDebugPod + " failed", "error dialing backend: EOF", "stream reset by peer"},
+			want:  []string{"exec in " + DefaultDebugNamespace + "/" + testDebugPod + " failed", "error dialing backend: EOF", "stream reset by peer"},
 		},
 		{
 			name: "pods/exec forbidden",
 			setup: func(e *env, _ context.CancelFunc) {
 				e.runner.runErr = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, testDebugPod, errors.New(`User "alice" cannot create resource "pods/exec"`))
 			},
-			want: []string{"not allowed to create pods/exec in namespace default", "kubectl auth can-i create pods/exec -n default"},
+			want: []string{"not allowed to create pods/exec in namespace kubectl-proxyrules", "kubectl auth can-i create pods/exec -n kubectl-proxyrules"},
 		},
 		{
 			name: "cancelled during Run",
@@ -713,8 +725,8 @@ func TestCollectDeletesPod(t *testing.T) {
 			setup: func(e *env, _ context.CancelFunc) {
 				e.debugStatus = podPending
 				ev := &corev1.Event{
-					ObjectMeta:     metav1.ObjectMeta{Name: testDebugPod + ".1", Namespace: "default"},
-					InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: testDebugPod},
+					ObjectMeta:     metav1.ObjectMeta{Name: testDebugPod + ".1", Namespace: DefaultDebugNamespace},
+					InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: DefaultDebugNamespace, Name: testDebugPod},
 					Type:           corev1.EventTypeWarning, Reason: "FailedCreatePodSandBox", Message: "network plugin not ready",
 				}
 				if err := e.client.Tracker().Add(ev); err != nil {
@@ -775,17 +787,17 @@ func TestCollectRefused(t *testing.T) {
 		{
 			name:  "create pods forbidden",
 			objs:  defaultObjects(),
-			setup: forbidden(`User "alice" cannot create resource "pods" in API group "" in the namespace "default"`),
+			setup: forbidden(`User "alice" cannot create resource "pods" in API group "" in the namespace "kubectl-proxyrules"`),
 			opts:  Options{Node: testNode, Via: ViaDebugPod},
 			check: func(t *testing.T, err error) {
 				var f *Forbidden
 				if !errors.As(err, &f) {
 					t.Fatalf("Collect: %v (%T), want *Forbidden", err, err)
 				}
-				if f.Verb != "create" || f.Resource != "pods" || f.Namespace != "default" {
-					t.Errorf("Forbidden{Verb: %q, Resource: %q, Namespace: %q}, want create pods in default", f.Verb, f.Resource, f.Namespace)
+				if f.Verb != "create" || f.Resource != "pods" || f.Namespace != DefaultDebugNamespace {
+					t.Errorf("Forbidden{Verb: %q, Resource: %q, Namespace: %q}, want create pods in %s", f.Verb, f.Resource, f.Namespace, DefaultDebugNamespace)
 				}
-				containsAll(t, err, "not allowed to create pods in namespace default", RBACFile, "kubectl auth can-i create pods -n default")
+				containsAll(t, err, "not allowed to create pods in namespace kubectl-proxyrules", "kubectl apply -f deploy/", "kubectl auth can-i create pods -n kubectl-proxyrules")
 			},
 		},
 		{
@@ -798,7 +810,7 @@ func TestCollectRefused(t *testing.T) {
 				if !errors.As(err, &ps) {
 					t.Fatalf("Collect: %v (%T), want *PodSecurityError", err, err)
 				}
-				if ps.Namespace != "default" {
+				if ps.Namespace != DefaultDebugNamespace {
 					t.Errorf("PodSecurityError.Namespace = %q", ps.Namespace)
 				}
 				var f *Forbidden
@@ -886,19 +898,19 @@ func TestCollectViaAuto(t *testing.T) {
 	}{
 		{
 			name:       "no debug pod rights, exec into kube-proxy",
-			access:     deny("create pods default"),
+			access:     deny("create pods kubectl-proxyrules"),
 			wantTarget: Target{Namespace: "kube-system", Pod: testProxyPod, Container: "kube-proxy"},
 		},
 		{
 			name:       "no delete right, exec into kube-proxy",
-			access:     deny("delete pods default"),
+			access:     deny("delete pods kubectl-proxyrules"),
 			wantTarget: Target{Namespace: "kube-system", Pod: testProxyPod, Container: "kube-proxy"},
 		},
 		{
 			name:   "nothing allowed",
 			access: deny("*"),
 			wantErr: []string{
-				`missing "create" on pods in default, "create" on pods/exec in kube-system`,
+				`missing "create" on pods in kubectl-proxyrules, "create" on pods/exec in kube-system`,
 				RBACFile, "kubectl auth can-i",
 			},
 		},

@@ -232,32 +232,72 @@ func shellQuote(s string) string {
 }
 
 // Script runs several allowed commands in one exec (one round trip instead
-// of one per chain). Each output is framed by marker lines carrying a nonce,
-// so no rule text can fake a frame, and the exit status of each command is
-// reported in its end marker; error messages go to the exec's stderr. Only
-// commands that pass Check are accepted;
-// the shell text around them is fixed.
-func Script(cmds []NodeCommand, nonce string) ([]string, error) {
-	if !regexp.MustCompile(`^[a-z0-9]{8,32}$`).MatchString(nonce) {
-		return nil, fmt.Errorf("bad nonce %q", nonce)
-	}
+// of one per chain). Each output is framed by marker lines carrying a nonce
+// that the shell reads from its stdin (see RemoteRunner.Run): it never
+// appears in the command line, which every process on the node can read,
+// so neither a rule's text nor a process in the container can fake a frame.
+// The exit status of each command is reported in its end marker; error
+// messages go to the exec's stderr. Only commands that pass Check are
+// accepted, the shell text around them is fixed, and the script stays
+// under MaxScriptBytes (Batches splits longer lists).
+func Script(cmds []NodeCommand) ([]string, error) {
 	var b strings.Builder
+	b.WriteString(scriptHeader)
 	for i, c := range cmds {
 		if err := c.Check(); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "echo '%s %s begin %d'\n", markerPrefix, nonce, i)
-		var q []string
-		for _, a := range c.Argv {
-			q = append(q, shellQuote(a))
-		}
-		run := strings.Join(q, " ")
-		if c.BigStack {
-			run = "(ulimit -s unlimited 2>/dev/null; exec " + run + ")"
-		}
-		fmt.Fprintf(&b, "%s\necho \"\n%s %s end %d rc=$?\"\n", run, markerPrefix, nonce, i)
+		b.WriteString(scriptCommand(i, c))
+	}
+	if b.Len() > MaxScriptBytes {
+		return nil, fmt.Errorf("%d commands make a script of %d bytes, more than one exec takes (%d): split them with Batches", len(cmds), b.Len(), MaxScriptBytes)
 	}
 	return []string{"sh", "-c", b.String()}, nil
+}
+
+// MaxScriptBytes bounds one script. The kernel takes at most 128 KiB in one
+// argument ("argument list too long"), and the admission policy of
+// deploy/ checks every line of it within its CEL cost budget, which a
+// script of this size keeps well inside.
+const MaxScriptBytes = 32 << 10
+
+// scriptHeader reads the nonce, then gives the commands no stdin.
+const scriptHeader = "read -r n\nexec </dev/null\n"
+
+// scriptCommand is command i of a script: its begin marker, the command,
+// its end marker with the exit status.
+func scriptCommand(i int, c NodeCommand) string {
+	q := make([]string, len(c.Argv))
+	for j, a := range c.Argv {
+		q[j] = shellQuote(a)
+	}
+	run := strings.Join(q, " ")
+	if c.BigStack {
+		run = bigStackPrefix + run + ")"
+	}
+	return fmt.Sprintf("echo \"%s $n begin %d\"\n%s\necho \"\n%s $n end %d rc=$?\"\n", markerPrefix, i, run, markerPrefix, i)
+}
+
+const bigStackPrefix = "(ulimit -s unlimited 2>/dev/null; exec "
+
+// Batches splits cmds into runs whose scripts each fit MaxScriptBytes, in
+// order: a Service with 5,000 endpoints is read in a few execs.
+func Batches(cmds []NodeCommand) [][]NodeCommand {
+	var out [][]NodeCommand
+	start, size := 0, len(scriptHeader)
+	for i, c := range cmds {
+		n := len(scriptCommand(i-start, c))
+		if i > start && size+n > MaxScriptBytes {
+			out = append(out, cmds[start:i])
+			start, size = i, len(scriptHeader)
+			n = len(scriptCommand(0, c))
+		}
+		size += n
+	}
+	if start < len(cmds) {
+		out = append(out, cmds[start:])
+	}
+	return out
 }
 
 const markerPrefix = "### kubectl-proxyrules"

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -77,8 +78,10 @@ func TestPlansOnlyAllowed(t *testing.T) {
 			t.Errorf("%s: %v", c.ID, err)
 		}
 	}
-	if _, err := Script(all, "0123456789abcdef"); err != nil {
-		t.Fatalf("Script of every planned command: %v", err)
+	for _, batch := range Batches(all) {
+		if _, err := Script(batch); err != nil {
+			t.Fatalf("Script of every planned command: %v", err)
+		}
 	}
 }
 
@@ -210,7 +213,7 @@ func TestParseProbeOutputs(t *testing.T) {
 // and nothing with an extra command.
 func TestScriptChecked(t *testing.T) {
 	cmds := []NodeCommand{IPTablesVersion(), Save(kubeproxy.IPv4, kubeproxy.BackendNFT), ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainServices)}
-	argv, err := Script(cmds, "0123456789abcdef")
+	argv, err := Script(cmds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +227,12 @@ func TestScriptChecked(t *testing.T) {
 		argv[2] + "iptables -F\n",
 		argv[2] + "'iptables' '-F'\n",
 		strings.Replace(argv[2], "'iptables-nft-save'", "'iptables-nft-save'; iptables -F", 1),
-		strings.Replace(argv[2], "begin 0'", "begin 0'; iptables -F; echo '", 1),
+		strings.Replace(argv[2], `begin 0"`, `begin 0"; iptables -F; echo "`, 1),
 		strings.Replace(argv[2], ` rc=$?"`, ` rc=$(iptables -F)"`, 1),
-		"echo '### kubectl-proxyrules x begin 0'\n(ulimit -s unlimited 2>/dev/null; exec 'nft' 'flush' 'ruleset')\n",
+		strings.Replace(argv[2], `$n begin 0`, `$(iptables -F) begin 0`, 1),
+		strings.Replace(argv[2], "read -r n\n", "read -r n; iptables -F\n", 1),
+		strings.Replace(argv[2], "exec </dev/null\n", "", 1),
+		"read -r n\nexec </dev/null\necho \"### kubectl-proxyrules $n begin 0\"\n(ulimit -s unlimited 2>/dev/null; exec 'nft' 'flush' 'ruleset')\n",
 		"`iptables -F`",
 		"$(iptables -F)",
 	} {
@@ -234,11 +240,47 @@ func TestScriptChecked(t *testing.T) {
 			t.Errorf("checkScript accepted %q", evil)
 		}
 	}
-	if _, err := Script([]NodeCommand{{ID: "x", Argv: []string{"iptables", "-F"}}}, "0123456789abcdef"); err == nil {
+	if _, err := Script([]NodeCommand{{ID: "x", Argv: []string{"iptables", "-F"}}}); err == nil {
 		t.Error("Script accepted iptables -F")
 	}
-	if _, err := Script(cmds, "bad nonce'"); err == nil {
-		t.Error("Script accepted a bad nonce")
+	if strings.Contains(argv[2], "0123456789abcdef") || !strings.HasPrefix(argv[2], "read -r n\n") {
+		t.Errorf("the script must read its nonce from stdin, never carry it:\n%s", argv[2])
+	}
+}
+
+// A Service with 5,000 endpoints is 5,000 chains to list: split into
+// scripts the node takes (the kernel refuses one argument over 128 KiB),
+// every command once, in order.
+func TestBatches(t *testing.T) {
+	for _, n := range []int{0, 1, 10, 720, 5009} {
+		cmds := FirstChains(kubeproxy.IPv4, nil)
+		for i := len(cmds); i < n; i++ {
+			cmds = append(cmds, ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, fmt.Sprintf("KUBE-SEP-%016d", i)))
+		}
+		var got []NodeCommand
+		batches := Batches(cmds)
+		for _, b := range batches {
+			argv, err := Script(b)
+			if err != nil {
+				t.Fatalf("%d commands: %v", n, err)
+			}
+			if len(argv[2]) > MaxScriptBytes || len(argv[2]) > 128<<10 {
+				t.Errorf("%d commands: a script of %d bytes", n, len(argv[2]))
+			}
+			got = append(got, b...)
+		}
+		if len(got) != len(cmds) {
+			t.Fatalf("%d commands: batches hold %d", len(cmds), len(got))
+		}
+		for i := range got {
+			if got[i].ID != cmds[i].ID {
+				t.Fatalf("%d commands: batch order differs at %d: %s, want %s", n, i, got[i].ID, cmds[i].ID)
+			}
+		}
+		if n >= 720 && len(batches) < 2 {
+			t.Errorf("%d commands in one script", n)
+		}
+		t.Logf("%d commands: %d execs", len(cmds), len(batches))
 	}
 }
 
@@ -304,20 +346,21 @@ func TestScriptDemuxWithRealShell(t *testing.T) {
 		{ID: "v2", Argv: []string{"nft", "--version"}},
 	}
 	n := "feedfacefeedface"
-	argv, err := Script(cmds, n)
+	argv, err := Script(cmds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := exec.Command("nft", "--version").Output()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/sbin:/sbin:"+os.Getenv("PATH"))
+	cmd.Stdin = strings.NewReader(n + "\n") // as RemoteRunner sends it
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	outs := map[int]*strings.Builder{}
 	rcs := map[int]int{}
-	d := newDemux(n)
+	d := newDemux(n, len(cmds))
 	d.open = func(i int) (io.Writer, error) { outs[i] = &strings.Builder{}; return outs[i], nil }
 	d.done = func(i, rc int) { rcs[i] = rc }
 	if err := d.run(strings.NewReader(string(out))); err != nil {

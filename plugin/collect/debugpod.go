@@ -38,16 +38,19 @@ func (c *Collector) debugImage(proxyPod *corev1.Pod) (string, error) {
 
 // startDebugPod creates the pod and waits for it to run. The pod is returned
 // even with an error once it exists, so that the caller deletes it.
-func (c *Collector) startDebugPod(ctx context.Context, image string) (*corev1.Pod, error) {
+func (c *Collector) startDebugPod(ctx context.Context, image, startedBy string) (*corev1.Pod, error) {
 	ns := c.debugNamespace()
-	deadline := int64(c.Deadline / time.Second)
-	spec := DebugPod(PodOptions{Node: c.Node, Namespace: ns, Image: image, PullPolicy: corev1.PullIfNotPresent, DeadlineSeconds: deadline, StartedBy: c.whoAmI(ctx)})
+	deadline := int64(c.deadline() / time.Second)
+	spec := DebugPod(PodOptions{Node: c.Node, Namespace: ns, Image: image, PullPolicy: corev1.PullIfNotPresent, DeadlineSeconds: deadline, StartedBy: startedBy})
 	c.Progress.Step("creating pod %s/%s on node %s (image %s)", ns, spec.Name, c.Node, image)
 	pod, err := c.Client.CoreV1().Pods(ns).Create(ctx, spec, metav1.CreateOptions{})
 	if err != nil && ctx.Err() != nil {
 		// Interrupted while the request was out: the pod may exist. Its
 		// name is ours, so the caller deletes it by name.
 		return spec, ctx.Err()
+	}
+	if IsNotFound(err) {
+		return nil, fmt.Errorf("namespace %s does not exist, so no debug pod can run there: ask your cluster admin to run `kubectl apply -f deploy/` of kubectl-proxyrules (it creates namespace %s with the RBAC and the admission policy for the debug pod), or pass --debug-namespace", ns, DefaultDebugNamespace)
 	}
 	if err != nil {
 		return nil, apiError(err, "create", "pods", ns, "run the debug pod that reads the node's rules (or use --via kube-proxy)")
@@ -141,9 +144,36 @@ func (c *Collector) whyPending(p *corev1.Pod) string {
 		}
 	}
 	if len(why) == 0 {
-		return fmt.Sprintf("phase %s, no events (is the node's kubelet running? taints and resources do not apply: the pod tolerates every taint and requests nothing)", p.Status.Phase)
+		return fmt.Sprintf("phase %s, no events (is the node's kubelet running? taints do not apply: the pod tolerates every taint and requests only 10m CPU and 32Mi memory)", p.Status.Phase)
 	}
 	return strings.Join(why, "; ")
+}
+
+// removeLeftovers deletes the caller's own debug pods in the debug
+// namespace that an earlier, killed run left behind: finished, or past
+// their deadline. Pods of a run in progress (another terminal) and other
+// people's are left alone. Best effort: a refusal only skips it.
+func (c *Collector) removeLeftovers(ctx context.Context, me string) {
+	if me == "" {
+		return
+	}
+	ns := c.debugNamespace()
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy})
+	if err != nil {
+		return
+	}
+	now := c.clock()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		done, why := PodDone(p, now)
+		if p.Labels[LabelManagedBy] != ManagedBy || p.Annotations[AnnotationStartedBy] != me || !done || p.DeletionTimestamp != nil {
+			continue
+		}
+		err := c.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err == nil {
+			c.Progress.Step("deleted pod %s/%s that an earlier run left (%s)", ns, p.Name, why)
+		}
+	}
 }
 
 // deletePod deletes the debug pod now, whatever the caller's context says.

@@ -9,9 +9,13 @@ import (
 )
 
 // demux splits the output of a Script into its commands' outputs as it
-// streams: nothing is held in memory beyond one buffered line.
+// streams: nothing is held in memory beyond one buffered line. It trusts
+// nothing it reads: a frame must open and close in order, for a command
+// the script has, and any other shape is an error (never a panic, never a
+// write to a command that does not exist).
 type demux struct {
 	begin, end []byte
+	count      int                            // commands in the script
 	open       func(i int) (io.Writer, error) // where command i's output goes
 	done       func(i int, rc int)            // command i ended with status rc
 }
@@ -20,34 +24,34 @@ type demux struct {
 // was cut off) is reported as done with rc -1.
 func (d *demux) run(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	cur, curIdx := io.Writer(nil), -1
+	cur, curIdx, next := io.Writer(nil), -1, 0
 	var pendingNL bool // a newline held back: the one before the end marker is the script's
 	partial := false   // the previous read ended mid-line
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
-			if !partial && bytes.HasPrefix(line, d.begin) {
+			switch {
+			case !partial && bytes.HasPrefix(line, d.begin):
 				i, ok := markerIndex(line[len(d.begin):])
-				if !ok {
-					return fmt.Errorf("garbled output frame %.80q", line)
-				}
-				if curIdx >= 0 {
-					d.done(curIdx, -1)
+				if !ok || curIdx >= 0 || i != next || i >= d.count {
+					return fmt.Errorf("garbled output frame %.80q (command %d of %d expected)", line, next, d.count)
 				}
 				w, oerr := d.open(i)
 				if oerr != nil {
 					return oerr
 				}
-				cur, curIdx, pendingNL = w, i, false
-			} else if !partial && bytes.HasPrefix(line, d.end) {
-				rest := line[len(d.end):]
-				i, rc, ok := endMarker(rest)
-				if !ok || i != curIdx {
+				cur, curIdx, next, pendingNL = w, i, i+1, false
+			case !partial && bytes.HasPrefix(line, d.end):
+				i, rc, ok := endMarker(line[len(d.end):])
+				if !ok || curIdx < 0 || i != curIdx {
 					return fmt.Errorf("garbled output frame %.80q", line)
 				}
 				d.done(curIdx, rc)
 				cur, curIdx, pendingNL = nil, -1, false
-			} else if cur != nil {
+			case cur == nil:
+				// The script prints nothing outside its frames.
+				return fmt.Errorf("output outside a command's frame: %.80q", line)
+			default:
 				if pendingNL {
 					if _, werr := cur.Write([]byte{'\n'}); werr != nil {
 						return werr
@@ -82,6 +86,9 @@ func (d *demux) run(r io.Reader) error {
 // markerIndex reads " N\n".
 func markerIndex(b []byte) (int, bool) {
 	b = bytes.TrimSpace(b)
+	if len(b) == 0 || len(b) > 6 {
+		return 0, false
+	}
 	n, err := strconv.Atoi(string(b))
 	return n, err == nil && n >= 0
 }
@@ -97,9 +104,11 @@ func endMarker(b []byte) (i, rc int, ok bool) {
 	return i, rc, err1 == nil && err2 == nil
 }
 
-func newDemux(nonce string) *demux {
+// newDemux reads the output of a Script of count commands run with nonce.
+func newDemux(nonce string, count int) *demux {
 	return &demux{
 		begin: []byte(markerPrefix + " " + nonce + " begin"),
 		end:   []byte(markerPrefix + " " + nonce + " end"),
+		count: count,
 	}
 }

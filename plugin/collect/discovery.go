@@ -167,7 +167,7 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 			return nil, apiError(err, "list", "services", "", "join the rules with their Services")
 		}
 		for i := range svcs.Items {
-			if err := add("v1", "Service", &svcs.Items[i]); err != nil {
+			if err := add("v1", "Service", redactService(&svcs.Items[i])); err != nil {
 				return nil, err
 			}
 		}
@@ -181,7 +181,7 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 			return nil, apiError(err, "list", "endpointslices.discovery.k8s.io", "", "compare the rules with the endpoints")
 		}
 		for i := range slices.Items {
-			if err := add("discovery.k8s.io/v1", "EndpointSlice", &slices.Items[i]); err != nil {
+			if err := add("discovery.k8s.io/v1", "EndpointSlice", redactSlice(&slices.Items[i])); err != nil {
 				return nil, err
 			}
 		}
@@ -189,16 +189,20 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 			break
 		}
 	}
-	if err := add("v1", "Node", node.DeepCopy()); err != nil {
+	if err := add("v1", "Node", redactNode(node)); err != nil {
 		return nil, err
 	}
 	if proxy.pod != nil {
-		if err := add("v1", "Pod", proxy.pod.DeepCopy()); err != nil {
+		if err := add("v1", "Pod", redactPod(proxy.pod)); err != nil {
 			return nil, err
 		}
 		switch err := proxy.configMapErr; {
 		case proxy.configMap != nil:
-			if err := add("v1", "ConfigMap", proxy.configMap); err != nil {
+			cm, dropped := redactConfigMap(proxy.configMap)
+			if len(dropped) > 0 {
+				c.Progress.Step("kube-proxy's ConfigMap: kept its KubeProxyConfiguration, left out %s (may hold credentials)", strings.Join(dropped, ", "))
+			}
+			if err := add("v1", "ConfigMap", cm); err != nil {
 				return nil, err
 			}
 		case IsNotFound(err):
@@ -215,7 +219,7 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 	if err != nil {
 		return nil, err
 	}
-	if err := w.write(BundleFile{Path: "objects.json", Kind: KindObjects, Command: "kubectl get services,endpointslices -A; node; kube-proxy pod and ConfigMap"}, data); err != nil {
+	if err := w.write(BundleFile{Path: "objects.json", Kind: KindObjects, Command: "kubectl get services,endpointslices -A; node; kube-proxy pod and ConfigMap (what the analyses read: no annotations, managedFields, env or credentials)"}, data); err != nil {
 		return nil, err
 	}
 	return objs, nil

@@ -10,9 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// RBACFile is the manifest shipped with the project that grants what the
-// plugin needs; errors point to it.
-const RBACFile = "deploy/rbac.yaml"
+// RBACFile is where the project's manifests are: `kubectl apply -f deploy/`
+// installs the namespace, RBAC and admission policy the plugin needs
+// (deploy/via-kube-proxy/ adds --via kube-proxy); errors point to it.
+const RBACFile = "deploy/"
 
 // Forbidden explains a refusal by the API server: which verb on which
 // resource the user lacks, and what grants it.
@@ -32,7 +33,7 @@ func (e *Forbidden) Error() string {
 	if e.Why != "" {
 		msg += ", needed to " + e.Why
 	}
-	msg += ". Ask for the ClusterRole in " + RBACFile + " of kubectl-proxyrules, or check with: kubectl auth can-i " + e.Verb + " " + e.Resource
+	msg += ". Ask your cluster admin for the RBAC of kubectl-proxyrules (kubectl apply -f " + RBACFile + ", and " + RBACFile + "via-kube-proxy/ for --via kube-proxy), or check with: kubectl auth can-i " + e.Verb + " " + e.Resource
 	if e.Namespace != "" {
 		msg += " -n " + e.Namespace
 	}
@@ -54,6 +55,8 @@ func apiError(err error, verb, resource, namespace, why string) error {
 		return &PodSecurityError{Namespace: namespace, Err: err}
 	case apierrors.IsForbidden(err) && isRBAC(err):
 		return &Forbidden{Verb: verb, Resource: resource, Namespace: namespace, Why: why, Err: err}
+	case strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'kubectl-proxyrules"):
+		return fmt.Errorf("the admission policy of kubectl-proxyrules refused to %s %s in namespace %s: %v. It lets only the plugin's own debug pod run there; --image must be one the cluster admin lists in the policy's parameters (ConfigMap %s/%s)", verb, resource, namespace, err, DefaultDebugNamespace, PolicyParams)
 	case apierrors.IsForbidden(err):
 		// An admission plugin, not RBAC: its message says why.
 		return fmt.Errorf("the API server refused to %s %s in namespace %s: %v", verb, resource, namespace, err)
@@ -92,8 +95,8 @@ func (e *PodSecurityError) Error() string {
 	}
 	return fmt.Sprintf("Pod Security Admission refused the debug pod in namespace %s (%s). "+
 		"Reading a node's rules needs hostNetwork and the NET_ADMIN and NET_RAW capabilities, which only the \"privileged\" level allows. "+
-		"Pass --debug-namespace NS for a namespace whose pod-security.kubernetes.io/enforce label is privileged (kube-system usually is), "+
-		"or --via kube-proxy to exec into the node's kube-proxy pod instead", e.Namespace, detail)
+		"Use the namespace `kubectl apply -f deploy/` creates (%s, the default), or pass --debug-namespace NS for one whose pod-security.kubernetes.io/enforce label is privileged, "+
+		"or --via kube-proxy to exec into the node's kube-proxy pod instead", e.Namespace, detail, DefaultDebugNamespace)
 }
 
 func (e *PodSecurityError) Unwrap() error { return e.Err }
@@ -106,6 +109,10 @@ func (e *NoKubeProxyError) Error() string {
 		"If the cluster replaces kube-proxy (Cilium, Calico eBPF, ...) there are no kube-proxy rules to read: use that project's tools. "+
 		"If kube-proxy runs outside a pod (k3s, a systemd unit), pass --image with an image that has iptables and nft to read the node anyway", e.Node)
 }
+
+// PolicyParams is the ConfigMap (in DefaultDebugNamespace) that lists the
+// images the admission policy of deploy/ lets the debug pod run.
+const PolicyParams = "kubectl-proxyrules-images"
 
 // IsNotFound reports a missing object.
 func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -57,21 +59,21 @@ func nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Run implements Runner.
+// Run implements Runner. The script's nonce goes to the shell on stdin.
 func (r *RemoteRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (string, error) {
 	for _, c := range cmds {
 		if err := c.Check(); err != nil {
 			return "", err
 		}
 	}
-	n := nonce()
-	argv, err := Script(cmds, n)
+	argv, err := Script(cmds)
 	if err != nil {
 		return "", err
 	}
+	n := nonce()
 	var stderr bytes.Buffer
 	pr, pw := io.Pipe()
-	d := newDemux(n)
+	d := newDemux(n, len(cmds))
 	d.open, d.done = sink.Open, sink.Done
 	demuxed := make(chan error, 1)
 	go func() {
@@ -79,7 +81,7 @@ func (r *RemoteRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, si
 		pr.CloseWithError(err) // unblocks the stream if the sink failed
 		demuxed <- err
 	}()
-	err = r.stream(ctx, t, argv, pw, &stderr)
+	err = r.stream(ctx, t, argv, strings.NewReader(n+"\n"), pw, &stderr)
 	pw.CloseWithError(err)
 	if derr := <-demuxed; err == nil {
 		err = derr
@@ -99,7 +101,7 @@ func (r *RemoteRunner) runEach(ctx context.Context, t Target, cmds []NodeCommand
 			return all.String(), err
 		}
 		var stderr bytes.Buffer
-		err = r.stream(ctx, t, c.Argv, w, &stderr)
+		err = r.stream(ctx, t, c.Argv, nil, w, &stderr)
 		all.Write(stderr.Bytes())
 		rc := 0
 		if err != nil {
@@ -130,12 +132,12 @@ func exitCode(err error) int {
 
 // stream is the one place a command reaches a node. argv is either an
 // allowed command or a Script of allowed commands.
-func (r *RemoteRunner) stream(ctx context.Context, t Target, argv []string, stdout, stderr io.Writer) error {
+func (r *RemoteRunner) stream(ctx context.Context, t Target, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := allowedOrScript(argv); err != nil {
 		return err
 	}
 	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: t.Container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: t.Container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	spdyExec, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
 	if err != nil {
 		return err
@@ -150,7 +152,7 @@ func (r *RemoteRunner) stream(ctx context.Context, t Target, argv []string, stdo
 	if err != nil {
 		return err
 	}
-	return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	return exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 }
 
 // allowedOrScript accepts an allowed command, or sh -c with a script that
@@ -163,22 +165,30 @@ func allowedOrScript(argv []string) error {
 	return Allowed(argv)
 }
 
+// The lines of a script other than commands, exactly as Script writes them.
+var (
+	beginLine = regexp.MustCompile(`^echo "` + markerPrefix + ` \$n begin [0-9]{1,6}"$`)
+	endLine   = regexp.MustCompile(`^` + markerPrefix + ` \$n end [0-9]{1,6} rc=\$\?"$`)
+)
+
 // checkScript verifies a script line by line against the shape Script
-// writes: marker echoes, and allowed commands, optionally in the big-stack
-// subshell.
+// writes: its header, marker echoes, and allowed commands, optionally in
+// the big-stack subshell.
 func checkScript(s string) error {
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if !strings.HasPrefix(s, scriptHeader) {
+		return fmt.Errorf("refusing to run a script that does not start as Script writes it")
+	}
+	lines := strings.Split(strings.TrimSuffix(strings.TrimPrefix(s, scriptHeader), "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		switch {
-		case strings.HasPrefix(l, "echo '"+markerPrefix+" ") && strings.HasSuffix(l, "'") && !strings.ContainsAny(l[6:len(l)-1], `'"$;|&<>()`+"`"):
-		case l == `echo "` && i+1 < len(lines) && strings.HasPrefix(lines[i+1], markerPrefix+" ") && strings.HasSuffix(lines[i+1], ` rc=$?"`) &&
-			!strings.ContainsAny(strings.TrimSuffix(lines[i+1], ` rc=$?"`), `'"$;|&<>()`+"`"):
+		case beginLine.MatchString(l):
+		case l == `echo "` && i+1 < len(lines) && endLine.MatchString(lines[i+1]):
 			i++
 		default:
 			cmd := l
-			if strings.HasPrefix(cmd, "(ulimit -s unlimited 2>/dev/null; exec ") && strings.HasSuffix(cmd, ")") {
-				cmd = strings.TrimSuffix(strings.TrimPrefix(cmd, "(ulimit -s unlimited 2>/dev/null; exec "), ")")
+			if strings.HasPrefix(cmd, bigStackPrefix) && strings.HasSuffix(cmd, ")") {
+				cmd = strings.TrimSuffix(strings.TrimPrefix(cmd, bigStackPrefix), ")")
 			}
 			argv, ok := unquoteArgs(cmd)
 			if !ok {
@@ -241,25 +251,55 @@ func (r *RemoteRunner) Get(ctx context.Context, t Target, port int, path string,
 	if err != nil || len(ports) == 0 {
 		return fmt.Errorf("port-forward to %s/%s:%d: no local port", t.Namespace, t.Pod, port)
 	}
+	err = getLoopback(ctx, ports[0].Local, port, path, w)
+	var terr *transportError
+	if msg := strings.TrimSpace(pfErr.String()); errors.As(err, &terr) && msg != "" {
+		// The port-forward says why better than the local connection.
+		err = fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s", port, path, firstLine(msg))
+	}
+	return err
+}
+
+// transportError is a GET that got no answer.
+type transportError struct{ msg string }
+
+func (e *transportError) Error() string { return e.msg }
+
+// MaxHTTPBody bounds what one GET through the port-forward may return: the
+// metrics of a node with 5,000 Services are well under 1 MB.
+var MaxHTTPBody int64 = 64 << 20
+
+// getLoopback fetches http://127.0.0.1:LOCAL/PATH, the local end of a
+// port-forward, into w. A redirect is an error, never followed: it would
+// leave the port-forward and go from the user's machine to wherever it
+// points (169.254.169.254, ...). The body is capped at MaxHTTPBody.
+func getLoopback(ctx context.Context, local uint16, port int, path string, w io.Writer) error {
 	hctx, hcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer hcancel()
-	hreq, err := http.NewRequestWithContext(hctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", ports[0].Local, path), nil)
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", local, path)
+	hreq, err := http.NewRequestWithContext(hctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(hreq)
+	client := &http.Client{
+		Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := client.Do(hreq)
 	if err != nil {
-		msg := strings.TrimSpace(pfErr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s", port, path, firstLine(msg))
+		return &transportError{fmt.Sprintf("GET 127.0.0.1:%d%s on the node: %s", port, path, firstLine(err.Error()))}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s to %q, not followed: the plugin reads only what answers on the node's loopback", port, path, resp.Status, resp.Header.Get("Location"))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s", port, path, resp.Status)
 	}
-	_, err = io.Copy(w, resp.Body)
+	n, err := io.Copy(w, io.LimitReader(resp.Body, MaxHTTPBody+1))
+	if err == nil && n > MaxHTTPBody {
+		return &LimitError{What: fmt.Sprintf("the answer to GET 127.0.0.1:%d%s", port, path), Limit: MaxHTTPBody}
+	}
 	return err
 }
 

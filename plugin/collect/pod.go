@@ -1,10 +1,13 @@
 package collect
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -20,6 +23,18 @@ const (
 	// API server knows it, when SelfSubjectReview tells it) and from where.
 	AnnotationStartedBy = "proxyrules.kubectl.io/started-by"
 	ContainerName       = "proxyrules"
+	// DefaultDebugNamespace is where debug pods run: the namespace
+	// `kubectl apply -f deploy/` creates, with the RBAC and the admission
+	// policy that let the plugin's users run only this pod there.
+	DefaultDebugNamespace = "kubectl-proxyrules"
+)
+
+// Bounds of the debug pod's life (--pod-deadline): the admission policy of
+// deploy/ refuses longer ones.
+const (
+	DefaultPodDeadline = 10 * time.Minute
+	MinPodDeadline     = 30 * time.Second
+	MaxPodDeadline     = time.Hour
 )
 
 // PodOptions say where and how to run the debug pod.
@@ -60,7 +75,10 @@ var nameSuffix = func() string { return rand.String(5) }
 //     backend it detects on first use;
 //   - the container only sleeps; every command is an exec from the plugin
 //     (see Allowed), and restartPolicy Never with activeDeadlineSeconds make
-//     the kubelet kill it should it outlive the plugin.
+//     the kubelet kill it should it outlive the plugin;
+//   - the runtime's default seccomp profile, and small requests with limits
+//     that still fit the biggest read (nft list table ip nat of a 300k-rule
+//     table peaks at some 835 MB, iptables-nft-save at 250 MB).
 func DebugPod(o PodOptions) *corev1.Pod {
 	suffix := o.NameSuffix
 	if suffix == "" {
@@ -77,8 +95,9 @@ func DebugPod(o PodOptions) *corev1.Pod {
 	}
 	deadline := o.DeadlineSeconds
 	if deadline <= 0 {
-		deadline = 600
+		deadline = int64(DefaultPodDeadline / time.Second)
 	}
+	deadline = min(deadline, int64(MaxPodDeadline/time.Second))
 	labels := map[string]string{LabelManagedBy: ManagedBy}
 	if len(o.Node) <= 63 {
 		labels[LabelNode] = o.Node
@@ -105,6 +124,9 @@ func DebugPod(o PodOptions) *corev1.Pod {
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			SecurityContext: &corev1.PodSecurityContext{
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
 			Containers: []corev1.Container{{
 				Name:            ContainerName,
 				Image:           o.Image,
@@ -120,8 +142,37 @@ func DebugPod(o PodOptions) *corev1.Pod {
 						Drop: []corev1.Capability{"ALL"},
 					},
 				},
-				Resources: corev1.ResourceRequirements{},
+				Resources: PodResources(),
 			}},
 		},
 	}
+}
+
+// PodResources are the debug pod's requests and limits.
+func PodResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+}
+
+// PodDone says whether a debug pod is no longer of use to any run, and why:
+// it finished (the kubelet stopped it), or it is past its deadline
+// (activeDeadlineSeconds since it was made, should no kubelet have stopped
+// it). A pod that is neither may belong to a run in progress.
+func PodDone(p *corev1.Pod, now time.Time) (bool, string) {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return true, strings.ToLower(string(p.Status.Phase))
+	}
+	if p.DeletionTimestamp != nil {
+		return true, "being deleted"
+	}
+	if d := p.Spec.ActiveDeadlineSeconds; d != nil && !p.CreationTimestamp.IsZero() {
+		if end := p.CreationTimestamp.Add(time.Duration(*d) * time.Second); now.After(end) {
+			return true, fmt.Sprintf("past its deadline by %s", now.Sub(end).Round(time.Second))
+		}
+		return false, fmt.Sprintf("running, deadline in %s", p.CreationTimestamp.Add(time.Duration(*d)*time.Second).Sub(now).Round(time.Second))
+	}
+	return false, "running, no deadline"
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -19,6 +20,11 @@ func TestDebugPod(t *testing.T) {
 				AllowPrivilegeEscalation: ptr.To(false), Privileged: ptr.To(false),
 				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}},
 			},
+			// Small requests; limits that bound it yet fit the biggest read.
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+			},
 		}
 	}
 	spec := func(node string, deadline int64, c corev1.Container) corev1.PodSpec {
@@ -28,6 +34,7 @@ func TestDebugPod(t *testing.T) {
 			TerminationGracePeriodSeconds: ptr.To[int64](0), AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks: ptr.To(false),
 			Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			SecurityContext:    &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers:         []corev1.Container{c},
 		}
 	}
@@ -75,6 +82,23 @@ func TestDebugPod(t *testing.T) {
 			},
 		},
 	}
+	tests = append(tests, struct {
+		name string
+		opts PodOptions
+		want *corev1.Pod
+	}{
+		name: "a deadline above the bound is cut to an hour",
+		opts: PodOptions{Node: "node-a", Namespace: DefaultDebugNamespace, Image: "i", DeadlineSeconds: 86400, StartedBy: "alice", NameSuffix: "abcde"},
+		want: &corev1.Pod{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "proxyrules-node-a-abcde", Namespace: DefaultDebugNamespace,
+				Labels:      map[string]string{LabelManagedBy: ManagedBy, LabelNode: "node-a"},
+				Annotations: map[string]string{AnnotationStartedBy: "alice"},
+			},
+			Spec: spec("node-a", 3600, container("i", corev1.PullIfNotPresent, "3600")),
+		},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := DebugPod(tt.opts)

@@ -101,7 +101,7 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	for i := range rcs {
 		rcs[i] = -1
 	}
-	stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
+	stderr, err := c.run(ctx, t, cmds, Sink{
 		Open: func(i int) (io.Writer, error) { return &outs[i], nil },
 		Done: func(i, rc int) { rcs[i] = rc },
 	})
@@ -176,7 +176,7 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 			}
 		}
 	}()
-	stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
+	stderr, err := c.run(ctx, t, cmds, Sink{
 		Open: func(i int) (io.Writer, error) {
 			f, err := w.create(cmds[i].FileName())
 			if err != nil {
@@ -227,6 +227,27 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 		return c.runToFiles(ctx, w, t, retry, "reading again what failed")
 	}
 	return nil
+}
+
+// run runs cmds in as few execs as their scripts fit (Batches): one exec
+// for the usual handful, a few for a Service with thousands of endpoints.
+// The sink sees the indices of cmds.
+func (c *Collector) run(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (string, error) {
+	var stderr strings.Builder
+	off := 0
+	for _, batch := range Batches(cmds) {
+		base := off
+		s, err := c.Runner.Run(ctx, t, batch, Sink{
+			Open: func(i int) (io.Writer, error) { return sink.Open(base + i) },
+			Done: func(i, rc int) { sink.Done(base+i, rc) },
+		})
+		stderr.WriteString(s)
+		if err != nil {
+			return stderr.String(), err
+		}
+		off += len(batch)
+	}
+	return stderr.String(), nil
 }
 
 func stderrHint(stderr string) string {

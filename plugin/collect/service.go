@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -40,17 +41,41 @@ func (c *Collector) readService(ctx context.Context, w *bundleWriter, t Target, 
 	if !wanted[kubeproxy.IPv6] {
 		wanted[kubeproxy.IPv4] = true // no cluster IP (a headless Service): entry chains only
 	}
-	w.man.Scope = "service " + c.ServiceNamespace + "/" + c.ServiceName
 	names := correlate.ChainsOfService(sps)
+	if len(names) > maxScopedChains {
+		w.warn("service %s/%s has %d chains, more than a chain-by-chain read is worth (%d): read the whole tables instead", c.ServiceNamespace, c.ServiceName, len(names), maxScopedChains)
+		return false, nil
+	}
+	w.man.Scope = "service " + c.ServiceNamespace + "/" + c.ServiceName
+	files, created := len(w.man.Files), len(w.created)
 	for _, fam := range ipFamilies {
 		if !wanted[fam] {
 			continue
 		}
-		if err := c.readChains(ctx, w, t, fam, names); err != nil {
+		err := c.readChains(ctx, w, t, fam, names)
+		if err != nil && argListTooLong(err) {
+			// Even one batch was too long for this node's runtime: the
+			// whole tables hold the same chains.
+			w.forget(files, created)
+			w.man.Scope = "full"
+			w.warn("the service's chains could not be read chain by chain (%s): read the whole tables instead", firstLine(err.Error()))
+			return false, nil
+		}
+		if err != nil {
 			return true, err
 		}
 	}
 	return true, nil
+}
+
+// maxScopedChains is where reading chain by chain stops paying: each is one
+// iptables-nft run of some milliseconds, a whole-table save some seconds.
+const maxScopedChains = 20000
+
+// argListTooLong says whether the node refused a script as too long
+// (E2BIG from execve).
+func argListTooLong(err error) bool {
+	return strings.Contains(strings.ToLower(err.Error()), "argument list too long")
 }
 
 // chainWalk is where a service-scoped read of one family stands: which
@@ -81,7 +106,11 @@ func (w *chainWalk) list(cmds []NodeCommand) {
 // chains the owned ones jump to that no round has listed yet. Only owned
 // outputs are parsed: the fixed chains, listed in round 1, are not
 // followed (and KUBE-SERVICES is big on a big node).
-func (w *chainWalk) next(fam kubeproxy.Family, nat []NodeCommand, outs [][]byte) ([]NodeCommand, error) {
+//
+// A target that is no chain name the plugin may list (a foreign KUBE- chain
+// with a longer or odd name) is returned in skipped, not read: the rest of
+// the Service is read all the same.
+func (w *chainWalk) next(fam kubeproxy.Family, nat []NodeCommand, outs [][]byte) (next []NodeCommand, skipped []string, err error) {
 	var ownedOuts [][]byte
 	for i, cmd := range nat {
 		if w.owned[cmd.Chain] {
@@ -89,21 +118,26 @@ func (w *chainWalk) next(fam kubeproxy.Family, nat []NodeCommand, outs [][]byte)
 		}
 	}
 	if len(ownedOuts) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	table, err := parseListedChains(kubeproxy.TableNAT, ownedOuts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var next []NodeCommand
 	for _, target := range ReferencedChains(table, w.owned) {
-		if !w.listed[kubeproxy.TableNAT+" "+target] {
-			w.owned[target] = true
-			next = append(next, ListChain(fam, kubeproxy.BackendNFT, kubeproxy.TableNAT, target))
+		if w.listed[kubeproxy.TableNAT+" "+target] {
+			continue
 		}
+		w.listed[kubeproxy.TableNAT+" "+target] = true
+		cmd := ListChain(fam, kubeproxy.BackendNFT, kubeproxy.TableNAT, target)
+		if cmd.Check() != nil {
+			skipped = append(skipped, target)
+			continue
+		}
+		w.owned[target] = true
+		next = append(next, cmd)
 	}
-	w.list(next)
-	return next, nil
+	return next, skipped, nil
 }
 
 // readChains reads the chains with `iptables-nft -t TABLE -S CHAIN` into one
@@ -138,7 +172,7 @@ func (c *Collector) readChains(ctx context.Context, w *bundleWriter, t Target, f
 	for round := 1; len(cmds) > 0 && round <= maxRounds; round++ {
 		outs := make([]bytes.Buffer, len(cmds))
 		c.Progress.Step("reading %d chains with %s -S (round %d)", len(cmds), prog, round)
-		stderr, err := c.Runner.Run(ctx, t, cmds, Sink{
+		stderr, err := c.run(ctx, t, cmds, Sink{
 			Open: func(i int) (io.Writer, error) {
 				f, err := fileOf(cmds[i].Table)
 				if err != nil {
@@ -164,8 +198,12 @@ func (c *Collector) readChains(ctx context.Context, w *bundleWriter, t Target, f
 				nat, natOuts = append(nat, cmd), append(natOuts, outs[i].Bytes())
 			}
 		}
-		if cmds, err = walk.next(fam, nat, natOuts); err != nil {
+		var skipped []string
+		if cmds, skipped, err = walk.next(fam, nat, natOuts); err != nil {
 			return err
+		}
+		for _, chain := range skipped {
+			w.warn("%s: the service's chains jump to %.60q, which is not a chain name the plugin may list (KUBE- and at most 24 more letters, digits or dashes): not read", fam, chain)
 		}
 	}
 	for _, table := range []string{kubeproxy.TableNAT, kubeproxy.TableFilter} {

@@ -9,6 +9,11 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
+// overlong is a chain name nft takes (an iptables-nft chain made with nft
+// may be longer than iptables' 28 characters) but kube-proxy never writes,
+// and the plugin's gate refuses.
+const overlong = "KUBE-SOMEONE-ELSES-RATHER-LONG-CHAIN"
+
 // A service-scoped read follows the Service's own chains round by round:
 // each round lists what the last one jumped to that no round has listed.
 func TestChainWalk(t *testing.T) {
@@ -27,6 +32,8 @@ func TestChainWalk(t *testing.T) {
 		listed        map[string]string // nat chain → its -S output
 		// wantRounds are the nat chains of rounds 2, 3, …
 		wantRounds [][]string
+		// wantSkipped are jump targets not read: no name the plugin may list.
+		wantSkipped []string
 	}{
 		{
 			name:          "an endpoint the slices no longer name is read; KUBE-MARK-MASQ is not followed",
@@ -48,12 +55,27 @@ func TestChainWalk(t *testing.T) {
 			wantRounds: [][]string{{kubeproxy.ChainMarkDrop, sepGone}},
 		},
 	}
+	tests = append(tests, struct {
+		name          string
+		serviceChains []string
+		listed        map[string]string
+		wantRounds    [][]string
+		wantSkipped   []string
+	}{
+		name:          "a jump to a KUBE- chain the plugin may not list is skipped, the rest is read",
+		serviceChains: []string{svcWeb, sepLive},
+		listed: map[string]string{svcWeb: listedService + "-A " + svcWeb + " -j " + overlong + "\n-A " + svcWeb + " -j KUBE-lower\n",
+			sepLive: listedLive, sepGone: listedGone},
+		wantRounds:  [][]string{{sepGone}},
+		wantSkipped: []string{overlong, "KUBE-lower"},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			walk := newChainWalk(tt.serviceChains)
 			cmds := FirstChains(kubeproxy.IPv4, tt.serviceChains)
 			walk.list(cmds)
 			var rounds [][]string
+			var skippedAll []string
 			for round := 1; len(cmds) > 0 && round <= maxRounds; round++ {
 				var nat []NodeCommand
 				var outs [][]byte
@@ -62,10 +84,11 @@ func TestChainWalk(t *testing.T) {
 						nat, outs = append(nat, cmd), append(outs, []byte(tt.listed[cmd.Chain]))
 					}
 				}
-				next, err := walk.next(kubeproxy.IPv4, nat, outs)
+				next, skipped, err := walk.next(kubeproxy.IPv4, nat, outs)
 				if err != nil {
 					t.Fatal(err)
 				}
+				skippedAll = append(skippedAll, skipped...)
 				var chains []string
 				for _, cmd := range next {
 					if want := "iptables-nft -t nat -S " + cmd.Chain; strings.Join(cmd.Argv, " ") != want {
@@ -80,6 +103,9 @@ func TestChainWalk(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantRounds, rounds); diff != "" {
 				t.Errorf("rounds after the first (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSkipped, skippedAll); diff != "" {
+				t.Errorf("skipped (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package collect
+
+import "testing"
+
+func mkfifo(t *testing.T, path string) bool { return false }

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package collect
+
+// oNonblock: Windows has no FIFOs that open blocks on.
+const oNonblock = 0

@@ -1,0 +1,208 @@
+package collect
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// The admission policies of deploy/ repeat, in CEL, what this package
+// allows: the debug pod's shape and the commands it may run. The API server
+// is their real test (e2e); these keep the two texts in step.
+
+type policyDoc struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Data map[string]string `json:"data"`
+	Spec struct {
+		Validations []struct {
+			Expression string `json:"expression"`
+		} `json:"validations"`
+		ParamRef *struct {
+			Name, Namespace string
+		} `json:"paramRef"`
+	} `json:"spec"`
+}
+
+func readDeploy(t *testing.T, file string) map[string]policyDoc {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]policyDoc{}
+	for _, part := range bytes.Split(data, []byte("\n---\n")) {
+		var d policyDoc
+		if err := yaml.Unmarshal(part, &d); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		docs[d.Kind+"/"+d.Metadata.Name] = d
+	}
+	return docs
+}
+
+var celRaw = regexp.MustCompile(`matches\(r"([^"]*)"\)|matches\(r'([^']*)'\)`)
+
+// execPatterns are the regular expressions of a policy's exec check.
+func execPatterns(t *testing.T, d policyDoc) []*regexp.Regexp {
+	t.Helper()
+	seen := map[string]bool{}
+	var out []*regexp.Regexp
+	for _, v := range d.Spec.Validations {
+		for _, m := range celRaw.FindAllStringSubmatch(v.Expression, -1) {
+			p := m[1] + m[2]
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			out = append(out, regexp.MustCompile(p)) // CEL's matches is RE2, as Go's regexp
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("policy %s checks no command", d.Metadata.Name)
+	}
+	return out
+}
+
+func quoted(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + a + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// policyAccepts evaluates the exec check's shape in Go: one allowed
+// command, or a script whose every line is a fixed line or matches.
+func policyAccepts(res []*regexp.Regexp, argv []string) bool {
+	matchesAny := func(s string) bool {
+		return slices.ContainsFunc(res, func(r *regexp.Regexp) bool { return r.MatchString(s) })
+	}
+	if matchesAny(quoted(argv)) {
+		return true
+	}
+	if len(argv) != 3 || argv[0] != "sh" || argv[1] != "-c" || !strings.HasPrefix(argv[2], "read -r n\nexec </dev/null\n") {
+		return false
+	}
+	for _, l := range strings.Split(argv[2], "\n") {
+		if l != "" && l != "read -r n" && l != "exec </dev/null" && l != `echo "` && !matchesAny(l) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
+	exec := readDeploy(t, "policy.yaml")["ValidatingAdmissionPolicy/kubectl-proxyrules-read-only-exec"]
+	viaKP := readDeploy(t, "via-kube-proxy/rbac.yaml")["ValidatingAdmissionPolicy/kubectl-proxyrules-via-kube-proxy"]
+	res := execPatterns(t, exec)
+	var a, b []string
+	for _, r := range res {
+		a = append(a, r.String())
+	}
+	for _, r := range execPatterns(t, viaKP) {
+		b = append(b, r.String())
+	}
+	if !slices.Equal(a, b) {
+		t.Errorf("the two policies check different commands:\n%q\n%q", a, b)
+	}
+	if !strings.Contains(exec.Spec.Validations[0].Expression, strings.ReplaceAll(scriptHeader, "\n", `\n`)) {
+		t.Errorf("the policy does not check the script's header %q", scriptHeader)
+	}
+
+	// Everything the plugin sends: each command alone (an image without sh)
+	// and the scripts of every plan.
+	var all []NodeCommand
+	for _, p := range []Probe{{}, {NFTKnown: true}, {ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat", "ip filter", "ip6 nat", "ip6 filter", "ip mangle"}},
+		{ProxyMode: "nftables", NFTKnown: true, NFTTables: []string{"ip kube-proxy", "ip6 kube-proxy"}}} {
+		for _, r := range Readers {
+			all = append(all, FullPlan(p, r)...)
+		}
+	}
+	all = append(all, FirstChains(kubeproxy.IPv6, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP", "KUBE-EXT-ABCDEFGHIJKLMNOP"})...)
+	all = append(all, IPTablesVersion(), NFTVersion(), NFTTables())
+	for i := 0; i < len(all); i++ {
+		all = append(all, all[i].Fallback...)
+	}
+	for i := 0; i < 3000; i++ {
+		all = append(all, ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, "KUBE-SEP-"+strconv.Itoa(1000000000000000+i)))
+	}
+	for _, c := range all {
+		if !policyAccepts(res, c.Argv) {
+			t.Errorf("the policy refuses %q", c.Argv)
+		}
+	}
+	for _, batch := range Batches(all) {
+		argv, err := Script(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !policyAccepts(res, argv) {
+			t.Errorf("the policy refuses a script of %d commands", len(batch))
+		}
+	}
+	good, _ := Script(all[:3])
+	for _, evil := range [][]string{
+		{"iptables", "-F"}, {"iptables", "-t", "nat", "-F"}, {"nft", "flush", "ruleset"}, {"sh"}, {"sh", "-c", "iptables -F"},
+		{"iptables-save", "-t", "raw"}, {"nft", "-f", "/tmp/x"}, {"iptables", "-t", "nat", "-S", "KUBE-X", "-F"},
+		{"sh", "-c", good[2] + "iptables -F\n"},
+		{"sh", "-c", good[2] + "'iptables' '-F'\n"},
+		{"sh", "-c", strings.Replace(good[2], `begin 0"`, `begin 0"; iptables -F; echo "`, 1)},
+		{"sh", "-c", strings.Replace(good[2], "$n begin 0", "$(iptables -F) begin 0", 1)},
+		{"sh", "-c", strings.Replace(good[2], "read -r n\n", "", 1)},
+		{"sh", "-c", good[2] + "(ulimit -s unlimited 2>/dev/null; exec 'nft' 'flush' 'ruleset')\n"},
+	} {
+		if policyAccepts(res, evil) {
+			t.Errorf("the policy accepts %q", evil)
+		}
+	}
+}
+
+func TestPolicyMatchesThePod(t *testing.T) {
+	docs := readDeploy(t, "policy.yaml")
+	params := docs["ConfigMap/"+PolicyParams]
+	if params.Metadata.Namespace != DefaultDebugNamespace {
+		t.Errorf("ConfigMap %s in namespace %q, want %s", PolicyParams, params.Metadata.Namespace, DefaultDebugNamespace)
+	}
+	if got := params.Data["maxDeadlineSeconds"]; got != strconv.Itoa(int(MaxPodDeadline.Seconds())) {
+		t.Errorf("maxDeadlineSeconds %q, want the plugin's bound %v", got, MaxPodDeadline)
+	}
+	if !strings.Contains(params.Data["images"], "registry.k8s.io/kube-proxy\n") {
+		t.Errorf("images %q lack kube-proxy's", params.Data["images"])
+	}
+	binding := docs["ValidatingAdmissionPolicyBinding/kubectl-proxyrules-debug-pod"]
+	if binding.Spec.ParamRef == nil || binding.Spec.ParamRef.Name != PolicyParams || binding.Spec.ParamRef.Namespace != DefaultDebugNamespace {
+		t.Errorf("binding's paramRef %+v", binding.Spec.ParamRef)
+	}
+	var all strings.Builder
+	for _, v := range docs["ValidatingAdmissionPolicy/kubectl-proxyrules-debug-pod"].Spec.Validations {
+		all.WriteString(v.Expression + "\n")
+	}
+	p := DebugPod(PodOptions{Node: "n", Namespace: DefaultDebugNamespace, Image: "i", StartedBy: "alice"})
+	c := p.Spec.Containers[0]
+	for _, want := range []string{
+		"'" + LabelManagedBy + "'", "'" + ManagedBy + "'", "'" + AnnotationStartedBy + "'",
+		"'" + c.Command[0] + "'", "'" + string(p.Spec.SecurityContext.SeccompProfile.Type) + "'",
+		"'" + string(c.SecurityContext.Capabilities.Add[0]) + "'", "'" + string(c.SecurityContext.Capabilities.Add[1]) + "'",
+	} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the pod policy does not check %s", want)
+		}
+	}
+	ns := readDeploy(t, "namespace.yaml")["Namespace/"+DefaultDebugNamespace]
+	if ns.Metadata.Name != DefaultDebugNamespace {
+		t.Errorf("deploy/namespace.yaml does not create %s", DefaultDebugNamespace)
+	}
+}

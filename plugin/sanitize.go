@@ -1,0 +1,185 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/muesli/termenv"
+)
+
+// Text from a bundle, the API objects or a dump is untrusted: a Service
+// name or a warning in bundle.json can carry terminal escape sequences
+// (OSC 52 writes the clipboard, others move the cursor or retitle the
+// window). Everything printed as text passes through sanitize or a
+// sanitizingWriter: control characters other than tab and newline, DEL,
+// the C1 controls, invalid UTF-8 and Unicode's bidirectional overrides are
+// shown escaped (\x1b, \u202e), never sent raw.
+
+// sanitize escapes what a terminal would act on in untrusted text.
+func sanitize(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	w := &sanitizingWriter{w: &b}
+	w.Write([]byte(s))
+	w.flush()
+	return b.String()
+}
+
+// SanitizeText is sanitize for the command's own error line.
+func SanitizeText(s string) string { return sanitize(s) }
+
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' || c >= 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// newSanitizingWriter wraps the text output; on a terminal that shows
+// colour, the plugin's own styles (SGR sequences of bold, faint and
+// foreground colours) pass, and nothing else does.
+func newSanitizingWriter(w io.Writer, t *Terminal) *sanitizingWriter {
+	return &sanitizingWriter{w: w, keepSGR: t != nil && t.Renderer != nil && t.Renderer.ColorProfile() != termenv.Ascii}
+}
+
+// sanitizingWriter escapes as sanitize does, as the text streams: a
+// sequence or a UTF-8 character cut between two writes is held back until
+// the next.
+type sanitizingWriter struct {
+	w       io.Writer
+	keepSGR bool
+	pending []byte
+}
+
+func (s *sanitizingWriter) Write(p []byte) (int, error) {
+	buf := append(s.pending, p...)
+	s.pending = nil
+	var out []byte
+	i := 0
+	for i < len(buf) {
+		c := buf[i]
+		switch {
+		case c == 0x1b && s.keepSGR:
+			n, complete := sgrLength(buf[i:])
+			if !complete {
+				s.pending = append([]byte(nil), buf[i:]...)
+				i = len(buf)
+				continue
+			}
+			if n > 0 {
+				out = append(out, buf[i:i+n]...)
+				i += n
+				continue
+			}
+			out = append(out, `\x1b`...)
+			i++
+		case c < 0x20 && c != '\t' && c != '\n' || c == 0x7f:
+			out = fmt.Appendf(out, `\x%02x`, c)
+			i++
+		case c < 0x80:
+			out = append(out, c)
+			i++
+		default:
+			if !utf8.FullRune(buf[i:]) {
+				s.pending = append([]byte(nil), buf[i:]...)
+				i = len(buf)
+				continue
+			}
+			r, n := utf8.DecodeRune(buf[i:])
+			switch {
+			case r == utf8.RuneError && n == 1:
+				out = fmt.Appendf(out, `\x%02x`, c)
+			case unsafeRune(r):
+				out = append(out, strconv.QuoteRuneToASCII(r)[1:len(strconv.QuoteRuneToASCII(r))-1]...)
+			default:
+				out = append(out, buf[i:i+n]...)
+			}
+			i += n
+		}
+	}
+	if _, err := s.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flush writes what a cut sequence held back, escaped.
+func (s *sanitizingWriter) flush() {
+	if len(s.pending) == 0 {
+		return
+	}
+	rest := s.pending
+	s.pending = nil
+	keep := s.keepSGR
+	s.keepSGR = false
+	s.Write(rest)
+	s.keepSGR = keep
+}
+
+// unsafeRune: the C1 controls and the bidirectional formatting characters
+// (which make a terminal show text in another order than it is).
+func unsafeRune(r rune) bool {
+	return r >= 0x80 && r <= 0x9f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// sgrLength is the length of the SGR sequence at b[0] (ESC [ params m) if
+// it only sets what the plugin's styles set, 0 if it is anything else;
+// complete is false when b ends before the sequence could be told.
+func sgrLength(b []byte) (n int, complete bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	if b[1] != '[' {
+		return 0, true
+	}
+	for i := 2; i < len(b) && i < 64; i++ {
+		switch c := b[i]; {
+		case c == 'm':
+			if allowedSGR(string(b[2:i])) {
+				return i + 1, true
+			}
+			return 0, true
+		case c >= '0' && c <= '9' || c == ';':
+		default:
+			return 0, true
+		}
+	}
+	if len(b) >= 64 {
+		return 0, true
+	}
+	return 0, false
+}
+
+// allowedSGR accepts reset, bold, faint, italic, underline, their resets
+// and foreground colours (16, 256): never conceal, blink, reverse or
+// backgrounds, which could hide text.
+func allowedSGR(params string) bool {
+	if params == "" {
+		return true
+	}
+	ps := strings.Split(params, ";")
+	for i := 0; i < len(ps); i++ {
+		n, err := strconv.Atoi(ps[i])
+		if err != nil {
+			return false
+		}
+		switch {
+		case n <= 4, n >= 22 && n <= 24, n >= 30 && n <= 37, n == 39, n >= 90 && n <= 97:
+		case n == 38 && i+2 < len(ps) && ps[i+1] == "5":
+			if c, err := strconv.Atoi(ps[i+2]); err != nil || c > 255 {
+				return false
+			}
+			i += 2
+		default:
+			return false
+		}
+	}
+	return true
+}
