@@ -261,6 +261,9 @@ func TestExplainForms(t *testing.T) {
 		{[]string{"KUBE-SEP-GXKVICYM64SODBWJ"}, "shop", "web", "shop/web:http", "KUBE-SEP-GXKVICYM64SODBWJ"},
 		{[]string{"GXKVICYM64SODBWJ"}, "shop", "web", "shop/web:http", "KUBE-SEP-GXKVICYM64SODBWJ"},
 		{[]string{"KUBE-SVC-5OBLOJ65J3MFPSIG"}, "shop", "ingress", "shop/ingress:https", "KUBE-SVC-5OBLOJ65J3MFPSIG"},
+		// An nftables name (it holds "/": not svc/NAME), recomputed from
+		// the objects since the dump is iptables.
+		{[]string{"service-KHN6ECMT-shop/web/tcp/http"}, "shop", "web", "shop/web:http", "service-KHN6ECMT-shop/web/tcp/http"},
 	} {
 		rep := explain(tc.args...)
 		if rep["namespace"] != tc.ns || rep["name"] != tc.name {

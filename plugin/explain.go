@@ -101,6 +101,10 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("a Service name cannot be given with -l (--selector): name one Service or select several")
 	}
 	ref := args[0]
+	if correlate.LooksLikeChain(ref) { // before svc/NAME: nftables names hold "/"
+		o.chain = ref
+		return nil
+	}
 	if kind, name, ok := strings.Cut(ref, "/"); ok {
 		switch strings.ToLower(kind) {
 		case "svc", "service", "services":
@@ -108,9 +112,6 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("explain takes a Service (svc/NAME) or a chain name, not %q", ref)
 		}
 		ref = name
-	} else if correlate.LooksLikeChain(ref) {
-		o.chain = ref
-		return nil
 	}
 	o.name = ref
 	if o.namespace != "" {

@@ -319,6 +319,11 @@ func (o *InputOptions) Load() (*Loaded, error) {
 		return nil, caps.explain(err)
 	}
 	l.Collected = src.collected
+	if l.Objects == nil && o.preloaded != nil {
+		// Read before the node (explain finds its Service first): the
+		// bundle does not hold them again.
+		l.Objects = o.preloaded
+	}
 	l.Node = &diagnose.Node{Name: o.Node, Ruleset: l.Ruleset, Metrics: l.Metrics, Objects: l.Objects, Config: l.Config}
 	if l.Collected != nil {
 		l.Node.CollectionNotes = l.Collected.Warnings
