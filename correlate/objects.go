@@ -192,6 +192,16 @@ func (sp *ServicePort) String() string {
 // Proto is the lower-case protocol kube-proxy hashes.
 func (sp *ServicePort) Proto() string { return strings.ToLower(string(sp.Protocol)) }
 
+// Warm fills the caches the analyses fill on first use, so that the
+// objects can be read by several goroutines at once (a sweep analyses its
+// nodes in parallel against one set of objects). Nothing writes to them
+// afterwards.
+func (o *Objects) Warm() {
+	for _, sp := range o.ServicePorts() {
+		_ = sp.String()
+	}
+}
+
 // ServicePorts turns Services and EndpointSlices into service ports with
 // their endpoints, the way kube-proxy's change trackers do: slices join
 // their Service through the kubernetes.io/service-name label and join a

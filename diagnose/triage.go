@@ -28,14 +28,20 @@ type Finding struct {
 	// Symptoms are the consequences of this cause, each listed here once
 	// instead of as a finding of its own.
 	Symptoms []Symptom `json:"symptoms,omitempty"`
+	// Kind and Endpoints, for a Service's problem: its kind (see
+	// Problem*) and the endpoints it names.
+	Kind      string   `json:"kind,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 // Symptom is a finding explained by its cause.
 type Symptom struct {
-	Severity Severity `json:"severity"`
-	Area     string   `json:"area"`
-	Subject  string   `json:"subject,omitempty"`
-	Message  string   `json:"message"`
+	Severity  Severity `json:"severity"`
+	Area      string   `json:"area"`
+	Subject   string   `json:"subject,omitempty"`
+	Message   string   `json:"message"`
+	Kind      string   `json:"kind,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 // TriageReport is the machine-readable report of `triage`.
@@ -222,7 +228,7 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 		for _, r := range raws {
 			if !claimed[r] && pred(r) {
 				claimed[r] = true
-				c.Symptoms = append(c.Symptoms, Symptom{r.Severity, r.Area, r.Subject, r.Message})
+				c.Symptoms = append(c.Symptoms, Symptom{r.Severity, r.Area, r.Subject, r.Message, r.kind, r.endpoints})
 			}
 		}
 	}
@@ -353,7 +359,11 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 	var rest []Finding
 	for _, r := range raws {
 		if !claimed[r] {
-			rest = append(rest, r.Finding)
+			f := r.Finding
+			if r.tag == tagService || r.tag == tagDrift {
+				f.Kind, f.Endpoints = r.kind, r.endpoints
+			}
+			rest = append(rest, f)
 		}
 	}
 	sortFindings(rest)

@@ -49,6 +49,7 @@ Use it when kube-proxy looks alive but the rules look wrong or old.
 		RunE:    runAnalysis(o),
 	}
 	o.addFlags(cmd, kube, false)
+	o.Sweep.AddFlags(cmd)
 	return cmd
 }
 

@@ -46,6 +46,7 @@ source address, typically after installing another CNI or network agent.
 		RunE:    runAnalysis(o),
 	}
 	o.addFlags(cmd, kube, false)
+	o.Sweep.AddFlags(cmd)
 	return cmd
 }
 

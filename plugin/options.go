@@ -96,6 +96,9 @@ type analysisOptions struct {
 	genericiooptions.IOStreams
 	Inputs InputOptions
 	Out    OutputOptions
+	// Sweep is --all-nodes, --node-selector and --parallel, on the
+	// commands that sweep (registered by their AddFlags).
+	Sweep SweepOptions
 }
 
 func (o *analysisOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags, wide bool) {
@@ -112,9 +115,12 @@ func (o *analysisOptions) Complete(cmd *cobra.Command, args []string) error {
 	return o.Out.Complete(o.IOStreams.Out)
 }
 
-// Validate checks -o and the inputs.
+// Validate checks -o, the sweep and the inputs.
 func (o *analysisOptions) Validate() error {
 	if err := o.Out.Validate(); err != nil {
+		return err
+	}
+	if err := o.validateSweep(); err != nil {
 		return err
 	}
 	return o.Inputs.Validate()
@@ -136,6 +142,9 @@ type built struct {
 // (with the collection manifest when the node was read live or from a
 // bundle), else text.
 func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
+	if o.sweeping() {
+		return o.sweep(build)
+	}
 	l, err := o.Inputs.Load()
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +45,15 @@ type InputOptions struct {
 	// objectsOnly: no node is read (map CHAIN with no dump: the names are
 	// recomputed from the objects, the cluster's when none are given).
 	objectsOnly bool
+	// Nodes are --node as given; Node is the one node read (Nodes[0] when
+	// one is given, else the bundle's).
+	Nodes []string
+	// In a sweep: the node's inputs read quietly, with the sweep's context
+	// and what it read once for every node.
+	sweep bool
+	quiet bool
+	ctx   context.Context
+	fleet *collect.Fleet
 	// Table is --table: the iptables table of pasted rules without one.
 	Table string
 	// AllNamespaces (-A) and Selector (-l) select Services, with -n.
@@ -97,7 +108,7 @@ type LiveOptions struct {
 func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
 	o.cmd, o.kube = cmd, kube
 	fs := cmd.Flags()
-	fs.StringVar(&o.Node, "node", "", "the node to read, live through a short-lived debug pod; with --from-dump, the node the dump comes from (traffic policies depend on it)")
+	fs.StringArrayVar(&o.Nodes, "node", nil, "the node to read, live through a short-lived debug pod (repeated: a sweep of those nodes, where the command sweeps); with --from-dump, the node the dump comes from (traffic policies depend on it); with a sweep folder, one of its nodes")
 	fs.StringArrayVar(&o.Bundles, "from-bundle", nil, "read a bundle written by \"collect -d\" (a folder or .tar.gz) instead of the cluster")
 	fs.StringArrayVar(&o.Dumps, "from-dump", nil, "read a saved ruleset (iptables-save, iptables -S, iptables -L -n, pasted rule lines, nft list ruleset, nft -j list ruleset, knftables dump) or kube-proxy metrics; repeatable; - reads stdin")
 	fs.StringArrayVar(&o.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
@@ -162,6 +173,9 @@ func (o *InputOptions) selectServices(objs *correlate.Objects) (func(namespace, 
 // Complete takes the streams and reads --at.
 func (o *InputOptions) Complete(in io.Reader, errOut io.Writer) error {
 	o.In, o.ErrOut = in, errOut
+	if len(o.Nodes) == 1 {
+		o.Node = o.Nodes[0]
+	}
 	var err error
 	o.at, err = parseAt(o.At)
 	return err
@@ -206,7 +220,10 @@ func (o *InputOptions) live() bool {
 
 // Validate checks the flags.
 func (o *InputOptions) Validate() error {
-	if len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" && !o.objectsOnly {
+	if len(o.Nodes) > 1 && !o.sweep {
+		return fmt.Errorf("--node once: this command reads one node")
+	}
+	if len(o.Dumps) == 0 && len(o.Bundles) == 0 && o.Node == "" && !o.objectsOnly && !o.sweep {
 		return fmt.Errorf("which node? Pass --node NAME to read it through the cluster, or --from-bundle DIR / --from-dump FILE to read a saved one")
 	}
 	if len(o.Dumps) > 0 && len(o.Bundles) > 0 {
@@ -302,6 +319,17 @@ func (o *InputOptions) Load() (*Loaded, error) {
 	src := *o
 	src.Dumps, src.Metrics, src.Config, src.Objects = clip(o.Dumps), clip(o.Metrics), clip(o.Config), clip(o.Objects)
 	src.bundleFiles = map[string]bundleFile{}
+	// One node of a sweep folder: its bundle, with the folder's objects.
+	if dir := o.sweepDir(); dir != "" && !o.sweep {
+		if o.Node == "" {
+			return nil, fmt.Errorf("%s is a sweep folder of many nodes: pass --node NAME for one of them, or use a command that sweeps (triage, stale, counts, masq, explain)", dir)
+		}
+		bundles = slices.DeleteFunc(slices.Clone(bundles), func(b string) bool { return b == dir })
+		bundles = append(bundles, collect.NodeBundleDir(dir, o.Node))
+		if len(src.Objects) == 0 {
+			src.Objects = []string{filepath.Join(dir, collect.SweepObjectsFile)}
+		}
+	}
 	userObjects := len(o.Objects) > 0
 	for _, name := range bundles {
 		b, err := collect.OpenBundle(o.Context(), name, caps.bundleLimits(userObjects))
@@ -474,6 +502,9 @@ func (o *InputOptions) addBundle(b *collect.Bundle, userObjects bool) {
 
 // Context is the command's context: cancelled on Ctrl-C (see cmd main).
 func (o *InputOptions) Context() context.Context {
+	if o.ctx != nil {
+		return o.ctx
+	}
 	if o.cmd != nil && o.cmd.Context() != nil {
 		return o.cmd.Context()
 	}
@@ -494,6 +525,9 @@ func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		progress.W = errOut
 	}
+	if o.quiet { // a sweep's node: its warnings are in its report
+		progress = &collect.Progress{Warn: io.Discard, Started: time.Now()}
+	}
 	objs := o.preloaded
 	if objs == nil && len(o.Objects) > 0 {
 		// --from-objects with --node: the saved objects, the live rules.
@@ -507,6 +541,7 @@ func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 			Node: o.Node, Via: o.Live.Via, Image: o.Live.Image, DebugNamespace: o.Live.DebugNamespace,
 			StartTimeout: o.Live.StartTimeout, Deadline: o.Live.Deadline, Reader: o.Live.Reader,
 			ServiceNamespace: o.ServiceNamespace, ServiceName: o.ServiceName, Objects: objs, MetricsPort: o.Live.MetricsPort,
+			Fleet: o.fleet,
 		},
 	}
 	return c.Collect(o.Context())

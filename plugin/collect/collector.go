@@ -42,6 +42,8 @@ type Options struct {
 	// MetricsPort is kube-proxy's metrics port; 0 reads it from kube-proxy's
 	// ConfigMap (kubeproxy.MetricsPort when that does not say).
 	MetricsPort int
+	// Fleet, in a sweep, answers what is read once for every node.
+	Fleet *Fleet
 }
 
 func (o *Options) debugNamespace() string {
@@ -102,7 +104,12 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	if metricsPort == 0 {
 		metricsPort = metricsPortOf(proxy.configMap)
 	}
-	via, err := c.chooseVia(ctx, proxy.pod)
+	var via string
+	if c.Fleet != nil {
+		via, err = c.Fleet.chooseVia(func() (string, error) { return c.chooseVia(ctx, proxy.pod) })
+	} else {
+		via, err = c.chooseVia(ctx, proxy.pod)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +132,17 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 			return nil, err
 		}
 		w.man.Image = image
-		me := c.whoAmI(ctx)
-		c.removeLeftovers(ctx, me)
+		var me string
+		ask := func() string {
+			me := c.whoAmI(ctx)
+			c.removeLeftovers(ctx, me)
+			return me
+		}
+		if c.Fleet != nil {
+			me = c.Fleet.whoAmI(ask)
+		} else {
+			me = ask()
+		}
 		pod, err := c.startDebugPod(ctx, image, me)
 		if pod != nil {
 			defer func() {

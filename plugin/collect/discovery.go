@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
@@ -22,6 +23,12 @@ import (
 
 // getNode reads the Node, or says how to find the right name.
 func (c *Collector) getNode(ctx context.Context) (*corev1.Node, error) {
+	if c.Fleet != nil {
+		if n := c.Fleet.Node(c.Node); n != nil {
+			return n, nil
+		}
+		return nil, fmt.Errorf("node %q not found: list them with kubectl get nodes", c.Node)
+	}
 	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.Node, metav1.GetOptions{})
 	if err != nil {
 		if IsNotFound(err) {
@@ -53,9 +60,13 @@ func (c *Collector) discoverKubeProxy(ctx context.Context, w *bundleWriter) (kub
 	}
 	kp := kubeProxy{pod: pod, configMapName: configMapName(pod)}
 	if c.Objects == nil || c.MetricsPort == 0 {
-		kp.configMap, kp.configMapErr = c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, kp.configMapName, metav1.GetOptions{})
-		if kp.configMapErr == nil {
-			kp.configMap.APIVersion, kp.configMap.Kind = "v1", "ConfigMap"
+		if c.Fleet != nil {
+			kp.configMap, kp.configMapErr = c.Fleet.configMap(ctx, c.Client, kp.configMapName)
+		} else {
+			kp.configMap, kp.configMapErr = c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, kp.configMapName, metav1.GetOptions{})
+			if kp.configMapErr == nil {
+				kp.configMap.APIVersion, kp.configMap.Kind = "v1", "ConfigMap"
+			}
 		}
 	}
 	return kp, nil
@@ -64,7 +75,16 @@ func (c *Collector) discoverKubeProxy(ctx context.Context, w *bundleWriter) (kub
 // findKubeProxyPod finds the kube-proxy pod on the node, a running one
 // first; nil, with a warning, when there is none but --image is given.
 func (c *Collector) findKubeProxyPod(ctx context.Context, w *bundleWriter) (*corev1.Pod, error) {
-	pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.Node})
+	var pods *corev1.PodList
+	var err error
+	if c.Fleet != nil {
+		pods = &corev1.PodList{}
+		for _, p := range c.Fleet.proxyPods[c.Node] {
+			pods.Items = append(pods.Items, *p)
+		}
+	} else {
+		pods, err = c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.Node})
+	}
 	if err != nil {
 		if c.Image != "" && c.Via == ViaDebugPod {
 			w.warn("could not look for kube-proxy on the node (%v)", firstLine(err.Error()))
@@ -75,7 +95,7 @@ func (c *Collector) findKubeProxyPod(ctx context.Context, w *bundleWriter) (*cor
 	var found []*corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Labels["k8s-app"] == "kube-proxy" || kubeProxyContainer(p) != nil && kubeProxyContainer(p).Name == "kube-proxy" {
+		if isKubeProxyPod(p) {
 			found = append(found, p)
 		}
 	}
@@ -150,44 +170,10 @@ func metricsPortOf(cm *corev1.ConfigMap) int {
 // returns them as the analyses read them.
 func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *corev1.Node, proxy kubeProxy) (*correlate.Objects, error) {
 	c.Progress.Step("reading Services and EndpointSlices")
-	list := &corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-	add := func(apiVersion, kind string, obj runtime.Object) error {
-		obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
-		data, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		list.Items = append(list.Items, runtime.RawExtension{Raw: data})
-		return nil
-	}
-	var cont string
-	for {
-		svcs, err := c.Client.CoreV1().Services("").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
-		if err != nil {
-			return nil, apiError(err, "list", "services", "", "join the rules with their Services")
-		}
-		for i := range svcs.Items {
-			if err := add("v1", "Service", redactService(&svcs.Items[i])); err != nil {
-				return nil, err
-			}
-		}
-		if cont = svcs.Continue; cont == "" {
-			break
-		}
-	}
-	for {
-		slices, err := c.Client.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
-		if err != nil {
-			return nil, apiError(err, "list", "endpointslices.discovery.k8s.io", "", "compare the rules with the endpoints")
-		}
-		for i := range slices.Items {
-			if err := add("discovery.k8s.io/v1", "EndpointSlice", redactSlice(&slices.Items[i])); err != nil {
-				return nil, err
-			}
-		}
-		if cont = slices.Continue; cont == "" {
-			break
-		}
+	list := &objectList{List: corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}}
+	add := list.add
+	if err := list.addServicesAndSlices(ctx, c.Client); err != nil {
+		return nil, err
 	}
 	if err := add("v1", "Node", redactNode(node)); err != nil {
 		return nil, err
@@ -211,7 +197,7 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 			w.warn("could not read kube-proxy's ConfigMap kube-system/%s: %s", proxy.configMapName, firstLine(err.Error()))
 		}
 	}
-	data, err := json.Marshal(list)
+	data, err := json.Marshal(&list.List)
 	if err != nil {
 		return nil, err
 	}
@@ -223,4 +209,52 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 		return nil, err
 	}
 	return objs, nil
+}
+
+// objectList is the List an objects file holds: redacted objects, as the
+// analyses read them.
+type objectList struct{ corev1.List }
+
+func (l *objectList) add(apiVersion, kind string, obj runtime.Object) error {
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	l.Items = append(l.Items, runtime.RawExtension{Raw: data})
+	return nil
+}
+
+// addServicesAndSlices lists every Service and EndpointSlice, 500 a page.
+func (l *objectList) addServicesAndSlices(ctx context.Context, client kubernetes.Interface) error {
+	var cont string
+	for {
+		svcs, err := client.CoreV1().Services("").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+		if err != nil {
+			return apiError(err, "list", "services", "", "join the rules with their Services")
+		}
+		for i := range svcs.Items {
+			if err := l.add("v1", "Service", redactService(&svcs.Items[i])); err != nil {
+				return err
+			}
+		}
+		if cont = svcs.Continue; cont == "" {
+			break
+		}
+	}
+	for {
+		slices, err := client.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+		if err != nil {
+			return apiError(err, "list", "endpointslices.discovery.k8s.io", "", "compare the rules with the endpoints")
+		}
+		for i := range slices.Items {
+			if err := l.add("discovery.k8s.io/v1", "EndpointSlice", redactSlice(&slices.Items[i])); err != nil {
+				return err
+			}
+		}
+		if cont = slices.Continue; cont == "" {
+			break
+		}
+	}
+	return nil
 }

@@ -1,0 +1,464 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"sigs.k8s.io/yaml"
+
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
+)
+
+// DefaultParallel is how many nodes a sweep reads at once: a modest load on
+// the API server and the nodes.
+const DefaultParallel = 5
+
+// maxParallel bounds --parallel: each node in flight holds its ruleset in
+// memory.
+const maxParallel = 50
+
+// SweepOptions choose the nodes a command sweeps: every node, those with
+// some labels, or those named by --node repeated.
+type SweepOptions struct {
+	AllNodes     bool
+	NodeSelector string
+	Parallel     int
+	// supported: the command sweeps (triage, stale, counts, masq, explain,
+	// collect).
+	supported bool
+}
+
+// AddFlags registers --all-nodes, --node-selector and --parallel.
+func (s *SweepOptions) AddFlags(cmd *cobra.Command) {
+	s.supported = true
+	fs := cmd.Flags()
+	fs.BoolVar(&s.AllNodes, "all-nodes", false, "sweep every node: one short-lived debug pod each, --parallel at a time, the API objects read once")
+	fs.StringVar(&s.NodeSelector, "node-selector", "", "sweep the nodes with these labels (e.g. node-role.kubernetes.io/worker=,topology.kubernetes.io/zone=eu-1a)")
+	fs.IntVar(&s.Parallel, "parallel", DefaultParallel, "nodes a sweep reads at once (never more debug pods at once)")
+}
+
+// sweeping says whether the command sweeps: --all-nodes, --node-selector,
+// --node repeated, or a sweep folder read back (unless --node picks one of
+// its nodes).
+func (o *analysisOptions) sweeping() bool {
+	in := &o.Inputs
+	return o.Sweep.AllNodes || o.Sweep.NodeSelector != "" || len(in.Nodes) > 1 || in.sweepDir() != "" && len(in.Nodes) != 1
+}
+
+// validateSweep checks the sweep's flags; a single-node command given
+// them says which commands sweep.
+func (o *analysisOptions) validateSweep() error {
+	if !o.sweeping() {
+		return nil
+	}
+	if !o.Sweep.supported {
+		return fmt.Errorf("%s reads one node: sweeps (--all-nodes, --node-selector, --node repeated, a sweep folder) are for triage, stale, counts, masq, explain and collect", o.Out.command)
+	}
+	if o.Sweep.AllNodes && o.Sweep.NodeSelector != "" {
+		return fmt.Errorf("--all-nodes or --node-selector, not both")
+	}
+	if (o.Sweep.AllNodes || o.Sweep.NodeSelector != "") && len(o.Inputs.Nodes) > 0 {
+		return fmt.Errorf("--node names the nodes itself: drop it, or drop --all-nodes/--node-selector")
+	}
+	if len(o.Inputs.Dumps) > 0 {
+		return fmt.Errorf("--from-dump holds one node's rules: a sweep reads each node (live, or --from-bundle of a folder written by collect --all-nodes)")
+	}
+	if o.Sweep.Parallel < 1 || o.Sweep.Parallel > maxParallel {
+		return fmt.Errorf("--parallel must be between 1 and %d, not %d", maxParallel, o.Sweep.Parallel)
+	}
+	if dir := o.Inputs.sweepDir(); dir != "" && (o.Sweep.AllNodes || o.Sweep.NodeSelector != "") {
+		return fmt.Errorf("--from-bundle %s is a sweep folder: it sweeps its own nodes (pick some with --node)", dir)
+	}
+	if o.Out.Listed() {
+		return fmt.Errorf("a sweep prints a summary table, -o json or -o yaml (a List of the nodes' reports); -o %s is for one node", strings.SplitN(o.Out.Output, "=", 2)[0])
+	}
+	o.Inputs.sweep = true
+	return nil
+}
+
+// sweepDir is the sweep folder among --from-bundle, or "".
+func (o *InputOptions) sweepDir() string {
+	for _, b := range o.Bundles {
+		if collect.IsSweepDir(b) {
+			return b
+		}
+	}
+	return ""
+}
+
+// nodeResult is one node of a sweep, done.
+type nodeResult struct {
+	node    string
+	built   built
+	loaded  *Loaded
+	err     error
+	seconds float64
+}
+
+// sweepSource reads the nodes of a sweep: live through the cluster, or
+// from a sweep folder.
+type sweepSource struct {
+	nodes []string
+	// failed are nodes known unreadable before any is read (named but not
+	// in the cluster, or failed when the sweep folder was collected).
+	failed []diagnose.NodeError
+	read   func(ctx context.Context, node string) (*Loaded, error)
+}
+
+// sweep runs build on every node of the sweep, --parallel at a time, and
+// streams the reports as the nodes finish: a List in -o json/yaml (its
+// items printed as they come, the summary last), a summary table and the
+// causes across nodes in text.
+func (o *analysisOptions) sweep(build func(l *Loaded) (built, error)) error {
+	ctx, cancel := context.WithCancel(o.Inputs.Context())
+	defer cancel()
+	start := time.Now()
+	src, err := o.sweepSource(ctx)
+	if err != nil {
+		return err
+	}
+	total := len(src.nodes) + len(src.failed)
+	if total == 0 {
+		return fmt.Errorf("no node to sweep: %s", o.noNodesWhy())
+	}
+	out := newSweepOutput(o.IOStreams.Out, o.Out.Output)
+	if err := out.begin(); err != nil {
+		return err
+	}
+	sum := diagnose.NewSweep()
+	progress := o.sweepProgress()
+	done := 0
+	for _, f := range src.failed {
+		done++
+		sum.AddError(f, 0)
+		progress(done, total, f.Node, "not read: "+f.Error)
+		if err := out.item(f); err != nil {
+			return err
+		}
+	}
+	results := make(chan nodeResult)
+	go func() {
+		defer close(results)
+		sem := make(chan struct{}, o.Sweep.Parallel)
+		var wg sync.WaitGroup
+		for _, node := range src.nodes {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			wg.Add(1)
+			go func(node string) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				t0 := time.Now()
+				r := nodeResult{node: node}
+				if r.loaded, r.err = src.read(ctx, node); r.err == nil {
+					r.built, r.err = build(r.loaded)
+				}
+				r.seconds = time.Since(t0).Seconds()
+				results <- r
+			}(node)
+		}
+		wg.Wait()
+	}()
+	for r := range results {
+		done++
+		if r.err != nil {
+			if ctx.Err() != nil {
+				continue // interrupted: no row for what was cut short
+			}
+			ne := diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: r.node, Error: r.err.Error(), Reason: collect.FailureReason(r.err)}
+			sum.AddError(ne, r.seconds)
+			progress(done, total, r.node, "not read: "+firstLineOf(ne.Error))
+			if err := out.item(ne); err != nil {
+				cancel()
+				return err
+			}
+			continue
+		}
+		sum.Add(r.node, r.built.report, r.seconds)
+		progress(done, total, r.node, fmt.Sprintf("%s (%s)", r.built.status, seconds(r.seconds)))
+		if err := out.item(withCollection{r.built.report, r.loaded.Collected}); err != nil {
+			cancel()
+			return err
+		}
+		r.loaded, r.built = nil, built{} // streamed: nothing of the node is kept
+	}
+	if err := o.Inputs.Context().Err(); err != nil {
+		return err // interrupted: the pods are gone, say so
+	}
+	s := sum.Summary()
+	if out.machine() {
+		if err := out.end(s); err != nil {
+			return err
+		}
+	} else {
+		w := newSanitizingWriter(o.IOStreams.Out, o.Out.term)
+		renderSweep(w, o.Out.term, o.Out.command, s, time.Since(start))
+		w.flush()
+	}
+	if s.Failed == s.Nodes {
+		return fmt.Errorf("no node could be read (%s)", s.Rows[0].Error)
+	}
+	if code := exitCode(s.Status); code != ExitHealthy {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+func (o *analysisOptions) noNodesWhy() string {
+	switch {
+	case o.Sweep.NodeSelector != "":
+		return "no node has the labels " + o.Sweep.NodeSelector
+	case o.Inputs.sweepDir() != "":
+		return "the sweep folder lists none"
+	}
+	return "the cluster has no nodes"
+}
+
+// sweepProgress prints a line per finished node on stderr when it is a
+// terminal.
+func (o *analysisOptions) sweepProgress() func(done, total int, node, what string) {
+	f, ok := o.ErrOut.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func(int, int, string, string) {}
+	}
+	var mu sync.Mutex
+	return func(done, total int, node, what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(o.ErrOut, "[%d/%d] %s: %s\n", done, total, SanitizeText(node), SanitizeText(what))
+	}
+}
+
+// sweepSource picks the nodes and how to read each.
+func (o *analysisOptions) sweepSource(ctx context.Context) (*sweepSource, error) {
+	if dir := o.Inputs.sweepDir(); dir != "" {
+		return o.Inputs.offlineSweep(dir)
+	}
+	return o.Inputs.liveSweep(ctx, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Inputs.Nodes})
+}
+
+// liveSweep lists the nodes, the kube-proxy pods and the objects once;
+// each node is then read into a temporary bundle, analysed and forgotten.
+func (o *InputOptions) liveSweep(ctx context.Context, opts collect.FleetOptions) (*sweepSource, error) {
+	client, _, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	fleet, nodes, missing, err := collect.NewFleet(ctx, client, opts)
+	if err != nil {
+		return nil, err
+	}
+	objs := o.preloaded
+	if objs == nil && len(o.Objects) > 0 {
+		if objs, err = o.readObjects(); err != nil {
+			return nil, err
+		}
+	}
+	if objs == nil {
+		if _, objs, err = fleet.Objects(ctx, client, nodes); err != nil {
+			return nil, err
+		}
+	}
+	objs.Warm()
+	src := &sweepSource{nodes: nodes}
+	for _, m := range missing {
+		src.failed = append(src.failed, diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: m, Error: fmt.Sprintf("node %q not found: list them with kubectl get nodes", m), Reason: "NotFound"})
+	}
+	src.read = func(ctx context.Context, node string) (*Loaded, error) {
+		one := o.forNode(node)
+		one.preloaded, one.fleet, one.quiet, one.ctx = objs, fleet, true, ctx
+		dir, err := collect.MkdirTemp("", "proxyrules-sweep-")
+		if err != nil {
+			return nil, err
+		}
+		defer collect.RemoveTemp(dir)
+		if _, err := one.Collect(dir); err != nil {
+			return nil, err
+		}
+		one.Bundles = []string{dir}
+		return one.Load()
+	}
+	return src, nil
+}
+
+// offlineSweep reads the nodes of a sweep folder, with its objects read
+// once (or --from-objects).
+func (o *InputOptions) offlineSweep(dir string) (*sweepSource, error) {
+	man, err := collect.ReadSweepManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	objs := o.preloaded
+	if objs == nil {
+		one := *o
+		if len(one.Objects) == 0 {
+			one.Objects = []string{dir + "/" + collect.SweepObjectsFile}
+		}
+		if objs, err = one.readObjects(); err != nil {
+			return nil, err
+		}
+	}
+	objs.Warm()
+	want := map[string]bool{}
+	for _, n := range o.Nodes {
+		want[n] = true
+	}
+	src := &sweepSource{}
+	filter := len(want) > 0
+	for _, n := range man.Nodes {
+		if filter && !want[n.Name] {
+			continue
+		}
+		delete(want, n.Name) // what stays was asked for and is not there
+		if n.Dir == "" {
+			src.failed = append(src.failed, diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: n.Name, Error: n.Error, Reason: n.Reason})
+			continue
+		}
+		src.nodes = append(src.nodes, n.Name)
+	}
+	for n := range want {
+		src.failed = append(src.failed, diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: n, Error: fmt.Sprintf("node %q is not in the sweep folder %s", n, dir), Reason: "NotFound"})
+	}
+	src.read = func(ctx context.Context, node string) (*Loaded, error) {
+		one := o.forNode(node)
+		one.preloaded, one.ctx = objs, ctx
+		one.Objects = nil
+		one.Bundles = []string{collect.NodeBundleDir(dir, node)}
+		return one.Load()
+	}
+	return src, nil
+}
+
+// forNode is a copy of the inputs for one node of a sweep.
+func (o *InputOptions) forNode(node string) *InputOptions {
+	one := *o
+	one.Nodes, one.Node, one.sweep = nil, node, false
+	one.Bundles = nil
+	return &one
+}
+
+// sweepOutput streams a List: the header, each item as it comes, the
+// summary last; text keeps nothing but the summary's rows.
+type sweepOutput struct {
+	w      io.Writer
+	format string
+	n      int
+}
+
+func newSweepOutput(w io.Writer, format string) *sweepOutput {
+	return &sweepOutput{w: w, format: format}
+}
+
+func (s *sweepOutput) machine() bool { return s.format == "json" || s.format == "yaml" }
+
+func (s *sweepOutput) begin() error {
+	var err error
+	switch s.format {
+	case "json":
+		_, err = fmt.Fprintf(s.w, "{\n  \"apiVersion\": %q,\n  \"kind\": \"List\",\n  \"items\": [", APIVersion)
+	case "yaml":
+		_, err = fmt.Fprintf(s.w, "apiVersion: %s\nkind: List\nitems:\n", APIVersion)
+	}
+	return err
+}
+
+func (s *sweepOutput) item(v any) error {
+	if !s.machine() {
+		return nil
+	}
+	data, err := json.MarshalIndent(v, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	defer func() { s.n++ }()
+	if s.format == "json" {
+		sep := ","
+		if s.n == 0 {
+			sep = ""
+		}
+		_, err = fmt.Fprintf(s.w, "%s\n    %s", sep, data)
+		return err
+	}
+	y, err := yaml.JSONToYAML(data)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(s.w, yamlListItem(string(y)))
+	return err
+}
+
+func (s *sweepOutput) end(sum *diagnose.SweepSummary) error {
+	switch s.format {
+	case "json":
+		data, err := json.MarshalIndent(sum, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		closing := "\n  ]"
+		if s.n == 0 {
+			closing = "]"
+		}
+		_, err = fmt.Fprintf(s.w, "%s,\n  \"summary\": %s\n}\n", closing, data)
+		return err
+	case "yaml":
+		if s.n == 0 {
+			if _, err := io.WriteString(s.w, "  []\n"); err != nil { // "items:" with none
+				return err
+			}
+		}
+		data, err := json.Marshal(sum)
+		if err != nil {
+			return err
+		}
+		y, err := yaml.JSONToYAML(data)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(s.w, "summary:\n%s", indentLines(string(y), "  "))
+		return err
+	}
+	return nil
+}
+
+// yamlListItem turns a YAML document into an item of a list: "- " before
+// its first line, two spaces before the others.
+func yamlListItem(doc string) string {
+	lines := strings.Split(strings.TrimRight(doc, "\n"), "\n")
+	for i, l := range lines {
+		if i == 0 {
+			lines[i] = "- " + l
+		} else if l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func indentLines(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
