@@ -374,12 +374,14 @@ func (e DiffEntry) String() string {
 	switch e.What {
 	case "chain":
 		parts = append(parts, e.Kind+" chain")
+	case "stale chain":
+		parts = append(parts, "stale "+e.Kind+" chain", e.Detail)
 	case "entry":
 		parts = append(parts, e.Kind, e.Detail)
 	default:
 		parts = append(parts, e.What, e.Detail)
 	}
-	s := strings.Join(parts, " ")
+	s := strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
 	if e.Chain != "" {
 		s += fmt.Sprintf(" (%s)", e.Chain)
 	}

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -23,6 +24,17 @@ type SweepSummary struct {
 	// Causes are the findings grouped across nodes: one line per cause,
 	// with every node it was found on.
 	Causes []SweepCause `json:"causes"`
+	// Groups are the nodes that agree: the same causes (none for the
+	// healthy ones), largest group first; nodes not read are left out.
+	Groups []SweepGroup `json:"groups"`
+}
+
+// SweepGroup is nodes with the same findings.
+type SweepGroup struct {
+	Status Status   `json:"status"`
+	Nodes  []string `json:"nodes"`
+	// Causes are the titles of the findings they share.
+	Causes []string `json:"causes"`
 }
 
 // SweepRow is one node of a sweep. Fields a command does not compute are
@@ -81,6 +93,9 @@ func (s *Sweep) Add(node string, report any, seconds float64) {
 	row := SweepRow{Node: node, Seconds: seconds}
 	cause := func(sev Severity, title string) {
 		key := string(sev) + "\x00" + title
+		if !slices.Contains(row.causes, title) {
+			row.causes = append(row.causes, title)
+		}
 		if s.causes[key] == nil {
 			s.causes[key] = &SweepCause{Severity: sev, Title: title}
 		}
@@ -238,6 +253,33 @@ func (s *Sweep) Summary() *SweepSummary {
 		sort.Strings(nodes)
 		sum.Causes = append(sum.Causes, SweepCause{Severity: c.Severity, Title: c.Title, Nodes: nodes})
 	}
+	groups := map[string]*SweepGroup{}
+	for _, r := range sum.Rows {
+		if r.Error != "" {
+			continue
+		}
+		causes := slices.Clone(r.causes)
+		sort.Strings(causes)
+		key := string(r.Status) + "\x00" + strings.Join(causes, "\x00")
+		g := groups[key]
+		if g == nil {
+			g = &SweepGroup{Status: r.Status, Causes: append([]string{}, causes...)}
+			groups[key] = g
+		}
+		g.Nodes = append(g.Nodes, r.Node)
+	}
+	sum.Groups = []SweepGroup{}
+	for _, g := range groups {
+		sort.Strings(g.Nodes)
+		sum.Groups = append(sum.Groups, *g)
+	}
+	sort.Slice(sum.Groups, func(i, j int) bool {
+		a, b := sum.Groups[i], sum.Groups[j]
+		if len(a.Nodes) != len(b.Nodes) {
+			return len(a.Nodes) > len(b.Nodes)
+		}
+		return a.Nodes[0] < b.Nodes[0]
+	})
 	sort.Slice(sum.Causes, func(i, j int) bool {
 		a, b := sum.Causes[i], sum.Causes[j]
 		if a.Severity.rank() != b.Severity.rank() {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -16,6 +18,7 @@ import (
 type CollectOptions struct {
 	genericiooptions.IOStreams
 	Sources InputOptions
+	Sweep   SweepOptions
 	Dir     string
 	Output  string
 }
@@ -25,13 +28,18 @@ const collectExample = `  # Save everything about a node for later (or for a tic
 
   # ... and analyse it anywhere, without the cluster
   %[1]s triage --from-bundle incident-4711.tar.gz
-  %[1]s explain svc/web -n shop --from-bundle incident-4711.tar.gz`
+  %[1]s explain svc/web -n shop --from-bundle incident-4711.tar.gz
+
+  # Every node of a zone, 10 at a time: one bundle per node, the objects once
+  %[1]s collect --node-selector topology.kubernetes.io/zone=eu-1a --parallel 10 -d incident-4711
+  %[1]s triage --from-bundle incident-4711                # a sweep of them all, offline
+  %[1]s diff incident-4711/nodes/node-3 incident-4711/nodes/node-4`
 
 // NewCmdCollect builds `collect`.
 func NewCmdCollect(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &CollectOptions{IOStreams: streams, Output: "text"}
 	cmd := &cobra.Command{
-		Use:   "collect --node NAME -d DIR|FILE.tar.gz",
+		Use:   "collect (--node NAME | --all-nodes | --node-selector LABELS) -d DIR|FILE.tar.gz",
 		Short: "Save a node's rules, kube-proxy's metrics and config, and the API objects into a bundle",
 		Long: `Read a node the way every command does with --node (a short-lived debug pod,
 or kube-proxy's own pod with --via kube-proxy) and save what was read into a
@@ -44,7 +52,13 @@ Every command reads a bundle back with --from-bundle, so an incident can be
 analysed later, elsewhere, or attached to a ticket: it holds no secrets (of
 the objects, only what the analyses read: no env, annotations, managedFields,
 nor the ConfigMap's embedded kubeconfig), and its files are readable by you
-alone.`,
+alone.
+
+With --all-nodes, --node-selector or --node repeated, collect sweeps: it
+writes a folder with one bundle per node (nodes/NODE/), the API objects once
+(objects.json) and sweep.json, reading --parallel nodes at a time. Every
+command reads the folder back with --from-bundle: triage, stale, counts, masq
+and explain as a sweep of its nodes, any command for one node with --node.`,
 		Example: fmt.Sprintf(collectExample, name),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,7 +69,8 @@ alone.`,
 		},
 	}
 	o.Sources.cmd, o.Sources.kube = cmd, kube
-	cmd.Flags().StringVar(&o.Sources.Node, "node", "", "the node to read")
+	cmd.Flags().StringArrayVar(&o.Sources.Nodes, "node", nil, "the node to read (repeated: a sweep of those nodes)")
+	o.Sweep.AddFlags(cmd)
 	cmd.Flags().StringVarP(&o.Dir, "dir", "d", "", "where to write the bundle: a new folder, or FILE.tar.gz")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, json or yaml (the bundle's manifest)")
 	o.Sources.Live.AddFlags(cmd)
@@ -65,8 +80,24 @@ alone.`,
 // Validate checks the options.
 func (o *CollectOptions) Validate() error {
 	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
-	if o.Sources.Node == "" {
-		return fmt.Errorf("which node? pass --node NAME")
+	if len(o.Sources.Nodes) == 1 {
+		o.Sources.Node = o.Sources.Nodes[0]
+	}
+	if o.sweeping() {
+		if o.Sweep.AllNodes && o.Sweep.NodeSelector != "" {
+			return fmt.Errorf("--all-nodes or --node-selector, not both")
+		}
+		if (o.Sweep.AllNodes || o.Sweep.NodeSelector != "") && len(o.Sources.Nodes) > 0 {
+			return fmt.Errorf("--node names the nodes itself: drop it, or drop --all-nodes/--node-selector")
+		}
+		if o.Sweep.Parallel < 1 || o.Sweep.Parallel > maxParallel {
+			return fmt.Errorf("--parallel must be between 1 and %d, not %d", maxParallel, o.Sweep.Parallel)
+		}
+		if collect.IsArchiveName(o.Dir) {
+			return fmt.Errorf("a sweep writes a folder (one bundle per node): pass -d DIR, not %s", o.Dir)
+		}
+	} else if o.Sources.Node == "" {
+		return fmt.Errorf("which node? pass --node NAME (or --all-nodes, --node-selector LABELS)")
 	}
 	if o.Dir == "" {
 		return fmt.Errorf("where to? pass -d DIR or -d FILE.tar.gz")
@@ -88,8 +119,15 @@ func (o *CollectOptions) Validate() error {
 	return o.Sources.Live.Validate()
 }
 
+func (o *CollectOptions) sweeping() bool {
+	return o.Sweep.AllNodes || o.Sweep.NodeSelector != "" || len(o.Sources.Nodes) > 1
+}
+
 // Run collects.
 func (o *CollectOptions) Run() error {
+	if o.sweeping() {
+		return o.runSweep()
+	}
 	dir := o.Dir
 	if collect.IsArchiveName(o.Dir) {
 		tmp, err := collect.MkdirTemp(filepath.Dir(o.Dir), ".proxyrules-collect-")
@@ -141,4 +179,123 @@ func (o *CollectOptions) Run() error {
 	fmt.Fprintf(out, "read it back with: %s triage --from-bundle %s\n", rootName(), o.Dir)
 	out.flush()
 	return nil
+}
+
+// runSweep collects every node of the sweep into a sweep folder, --parallel
+// at a time, the objects listed once.
+func (o *CollectOptions) runSweep() error {
+	ctx := o.Sources.Context()
+	client, _, err := o.Sources.client()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	fleet, nodes, missing, err := collect.NewFleet(ctx, client, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Sources.Nodes})
+	if err != nil {
+		return err
+	}
+	if len(nodes)+len(missing) == 0 {
+		return fmt.Errorf("no node to collect: %s", map[bool]string{true: "no node has the labels " + o.Sweep.NodeSelector, false: "the cluster has no nodes"}[o.Sweep.NodeSelector != ""])
+	}
+	w, err := collect.NewSweepWriter(o.Dir, start)
+	if err != nil {
+		return err
+	}
+	data, objs, err := fleet.Objects(ctx, client, nodes)
+	if err != nil {
+		return err
+	}
+	if err := w.Objects(data); err != nil {
+		return err
+	}
+	objs.Warm()
+	for _, m := range missing {
+		w.Node(m, fmt.Errorf("node %q not found: list them with kubectl get nodes", m), "NotFound")
+	}
+	type done struct {
+		node string
+		man  *collect.Manifest
+		err  error
+	}
+	results := make(chan done)
+	go func() {
+		defer close(results)
+		sem := make(chan struct{}, o.Sweep.Parallel)
+		var wg sync.WaitGroup
+		for _, node := range nodes {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			wg.Add(1)
+			go func(node string) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				one := o.Sources.forNode(node)
+				one.preloaded, one.fleet, one.quiet = objs, fleet, true
+				man, err := one.Collect(w.NodeDir(node))
+				results <- done{node, man, err}
+			}(node)
+		}
+		wg.Wait()
+	}()
+	failed := len(missing)
+	out := &sanitizingWriter{w: o.Out}
+	for r := range results {
+		if r.err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			failed++
+			w.Node(r.node, r.err, collect.FailureReason(r.err))
+			if o.Output == "text" {
+				fmt.Fprintf(out, "%s: not read (%s): %s\n", r.node, collect.FailureReason(r.err), firstLineOf(r.err.Error()))
+			}
+			continue
+		}
+		w.Node(r.node, nil, "")
+		if o.Output == "text" {
+			var total int64
+			for _, f := range r.man.Files {
+				total += f.Bytes
+			}
+			fmt.Fprintf(out, "%s: %s mode via %s, %d files, %s\n", r.node, orUnknown(string(r.man.ProxyMode)), r.man.Via, len(r.man.Files), collect.HumanBytes(total))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	man, err := collect.ReadSweepManifest(o.Dir)
+	if err != nil {
+		return err
+	}
+	if o.Output != "text" {
+		if err := printMachine(o.Out, o.Output, man); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "%d of %d nodes in %s (objects once: %s) in %s\n", len(man.Nodes)-failed, len(man.Nodes), o.Dir, collect.HumanBytes(int64(len(data))), seconds(time.Since(start).Seconds()))
+		fmt.Fprintf(out, "read it back with: %s triage --from-bundle %s\n", rootName(), o.Dir)
+		out.flush()
+	}
+	switch {
+	case failed == len(man.Nodes):
+		return &ExitError{Code: ExitCouldNotRun}
+	case failed > 0:
+		return &ExitError{Code: ExitIncomplete}
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

@@ -333,3 +333,16 @@ func offlineServices(in *InputOptions, namespace, toComplete string) ([]string, 
 	// --from-objects array holds each file twice.
 	return withPrefix(slices.Compact(names), toComplete), true
 }
+
+// diffArgCompletion completes A and B: node names from the cluster, and
+// files (bundles) as the shell does.
+func diffArgCompletion(cluster Cluster) cobra.CompletionFunc {
+	nodes := NodeCompletion(cluster)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) >= 2 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names, _ := nodes(cmd, args, toComplete)
+		return names, cobra.ShellCompDirectiveDefault // and files: bundles
+	}
+}

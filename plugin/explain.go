@@ -44,13 +44,17 @@ const explainExample = `  # Why does svc/web in namespace shop get no traffic on
   %[1]s explain -A -l app=web --from-bundle ./bundle -o json
 
   # One port only
-  %[1]s explain web -n shop --port https --from-dump ruleset.json --from-objects objects.json`
+  %[1]s explain web -n shop --port https --from-dump ruleset.json --from-objects objects.json
+
+  # On which nodes is svc/web programmed as its EndpointSlices say? (only
+  # its chains are read on each node, 10 at a time)
+  %[1]s explain svc/web -n shop --all-nodes --parallel 10`
 
 // NewCmdExplain builds `explain`.
 func NewCmdExplain(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &ExplainOptions{analysisOptions: analysisOptions{IOStreams: streams}, kube: kube}
 	cmd := &cobra.Command{
-		Use:   "explain (svc/NAME | CHAIN | -l SELECTOR) [-n NAMESPACE | -A] [--port PORT] (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
+		Use:   "explain (svc/NAME | CHAIN | -l SELECTOR) [-n NAMESPACE | -A] [--port PORT] (--node NAME | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "Show the path a packet for a Service takes on the node, against its EndpointSlices",
 		Long: `Explain one Service on one node: for each port, the rules that catch its
 traffic (cluster IP, node port, external and load-balancer IPs, source ranges,
@@ -68,6 +72,11 @@ context's; -A looks it up in every namespace. A kube-proxy chain name
 hash part) explains the Service that owns it. -l SELECTOR instead of a name
 explains every Service with those labels.
 
+With --all-nodes, --node-selector or --node repeated, explain sweeps: it
+reads only the Service's chains on each node and says, per node, whether the
+Service is programmed as its EndpointSlices (and topology) say; nodes that
+agree are collapsed into one line.
+
 ` + exitStatusHelp,
 		Example: fmt.Sprintf(explainExample, name),
 		Args:    cobra.MaximumNArgs(1),
@@ -75,6 +84,7 @@ explains every Service with those labels.
 	}
 	o.Inputs.AddFlags(cmd, kube)
 	o.Inputs.addSelectFlags(cmd)
+	o.Sweep.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Port, "port", "", "only this port (name or number)")
 	o.Out.AddFlags(cmd, false)
 	return cmd
@@ -136,6 +146,24 @@ func (o *ExplainOptions) Validate() error {
 
 // Run explains the Service (or each selected one).
 func (o *ExplainOptions) Run() error {
+	if o.sweeping() {
+		// One Service on many nodes: found in the sweep's objects before
+		// any node is read, then only its chains are read on each.
+		if o.list {
+			return fmt.Errorf("explain sweeps one Service: name it (svc/NAME or a chain), not -l")
+		}
+		o.beforeSweep = func(objs *correlate.Objects) error {
+			if err := o.resolve(objs, nil); err != nil {
+				return err
+			}
+			if _, err := correlate.ResolveService(objs, o.namespace, o.name); err != nil {
+				return err // a typo: said once, not once per node
+			}
+			o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+			o.sweepSubject = "svc " + o.namespace + "/" + o.name
+			return nil
+		}
+	}
 	if o.Inputs.live() && !o.list {
 		// Find the Service before reading the node: a typo, a chain name or
 		// -A is answered from the cluster's objects, with no debug pod.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
@@ -99,6 +100,10 @@ type analysisOptions struct {
 	// Sweep is --all-nodes, --node-selector and --parallel, on the
 	// commands that sweep (registered by their AddFlags).
 	Sweep SweepOptions
+	// beforeSweep, when set, sees the sweep's objects before any node is
+	// read (explain finds its Service); sweepSubject names what is swept.
+	beforeSweep  func(objs *correlate.Objects) error
+	sweepSubject string
 }
 
 func (o *analysisOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags, wide bool) {

@@ -319,6 +319,12 @@ func (o *InputOptions) Load() (*Loaded, error) {
 	src := *o
 	src.Dumps, src.Metrics, src.Config, src.Objects = clip(o.Dumps), clip(o.Metrics), clip(o.Config), clip(o.Objects)
 	src.bundleFiles = map[string]bundleFile{}
+	// A node's bundle inside a sweep folder: the folder's objects with it.
+	for _, b := range bundles {
+		if sweep := sweepOfNodeBundle(b); sweep != "" && len(src.Objects) == 0 {
+			src.Objects = []string{filepath.Join(sweep, collect.SweepObjectsFile)}
+		}
+	}
 	// One node of a sweep folder: its bundle, with the folder's objects.
 	if dir := o.sweepDir(); dir != "" && !o.sweep {
 		if o.Node == "" {
@@ -631,4 +637,18 @@ func configFromObjects(objs *correlate.Objects) *kpconfig.Config {
 		}
 	}
 	return nil
+}
+
+// sweepOfNodeBundle is the sweep folder a node's bundle DIR/nodes/NODE
+// belongs to, or "".
+func sweepOfNodeBundle(bundle string) string {
+	clean := filepath.Clean(bundle)
+	nodes := filepath.Dir(clean)
+	if filepath.Base(nodes) != "nodes" {
+		return ""
+	}
+	if dir := filepath.Dir(nodes); collect.IsSweepDir(dir) {
+		return dir
+	}
+	return ""
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 	"sigs.k8s.io/yaml"
 
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
@@ -108,6 +109,8 @@ type nodeResult struct {
 // from a sweep folder.
 type sweepSource struct {
 	nodes []string
+	// objects are the sweep's, read once.
+	objects *correlate.Objects
 	// failed are nodes known unreadable before any is read (named but not
 	// in the cluster, or failed when the sweep folder was collected).
 	failed []diagnose.NodeError
@@ -125,6 +128,11 @@ func (o *analysisOptions) sweep(build func(l *Loaded) (built, error)) error {
 	src, err := o.sweepSource(ctx)
 	if err != nil {
 		return err
+	}
+	if o.beforeSweep != nil {
+		if err := o.beforeSweep(src.objects); err != nil {
+			return err
+		}
 	}
 	total := len(src.nodes) + len(src.failed)
 	if total == 0 {
@@ -206,11 +214,14 @@ func (o *analysisOptions) sweep(build func(l *Loaded) (built, error)) error {
 		}
 	} else {
 		w := newSanitizingWriter(o.IOStreams.Out, o.Out.term)
-		renderSweep(w, o.Out.term, o.Out.command, s, time.Since(start))
+		renderSweep(w, o.Out.term, o.sweepTitle(), s, time.Since(start))
 		w.flush()
 	}
 	if s.Failed == s.Nodes {
-		return fmt.Errorf("no node could be read (%s)", s.Rows[0].Error)
+		if out.machine() {
+			return fmt.Errorf("no node could be read (%s)", s.Rows[0].Error)
+		}
+		return &ExitError{Code: ExitCouldNotRun} // the text said why
 	}
 	if code := exitCode(s.Status); code != ExitHealthy {
 		return &ExitError{Code: code}
@@ -274,7 +285,7 @@ func (o *InputOptions) liveSweep(ctx context.Context, opts collect.FleetOptions)
 		}
 	}
 	objs.Warm()
-	src := &sweepSource{nodes: nodes}
+	src := &sweepSource{nodes: nodes, objects: objs}
 	for _, m := range missing {
 		src.failed = append(src.failed, diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: m, Error: fmt.Sprintf("node %q not found: list them with kubectl get nodes", m), Reason: "NotFound"})
 	}
@@ -317,7 +328,7 @@ func (o *InputOptions) offlineSweep(dir string) (*sweepSource, error) {
 	for _, n := range o.Nodes {
 		want[n] = true
 	}
-	src := &sweepSource{}
+	src := &sweepSource{objects: objs}
 	filter := len(want) > 0
 	for _, n := range man.Nodes {
 		if filter && !want[n.Name] {
@@ -461,4 +472,12 @@ func indentLines(s, prefix string) string {
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// sweepTitle names what was swept in the text's first line.
+func (o *analysisOptions) sweepTitle() string {
+	if o.sweepSubject != "" {
+		return o.sweepSubject
+	}
+	return o.Out.command
 }

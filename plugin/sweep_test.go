@@ -247,11 +247,62 @@ func TestSweepFlagErrors(t *testing.T) {
 		{[]string{"triage", "--all-nodes", "--parallel", "0"}, "--parallel must be between 1 and 50"},
 		{[]string{"triage", "--from-bundle", dir, "--all-nodes"}, "is a sweep folder"},
 		{[]string{"triage", "--from-bundle", dir, "-o", "name"}, "a sweep prints a summary table"},
-		{[]string{"triage", "--from-bundle", dir, "--node", "node-x", "--node", "node-y"}, "no node could be read"},
+		{[]string{"triage", "--from-bundle", dir, "--node", "node-x", "--node", "node-y", "-o", "json"}, "no node could be read"},
 	} {
 		_, _, err := runCmd(t, nil, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// explain on many nodes: per node whether the Service is programmed as its
+// EndpointSlices say, the nodes that agree collapsed.
+func TestSweepExplain(t *testing.T) {
+	dir := sweepFolder(t)
+	out, errOut, err := runCmd(t, nil, "explain", "svc/web", "-n", "shop", "--from-bundle", dir)
+	if code := exitOf(t, err, errOut); code != ExitProblems {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"svc shop/web on 4 nodes: PROBLEMS FOUND",
+		"HEALTHY 2 nodes (node-b, node-c): programmed as its EndpointSlices say",
+		"PROBLEMS FOUND node-a: programmed differently: - shop/web:http (IPv4): endpoint 10.244.0.11:8080 is in the EndpointSlices",
+		"node-d (NotReady)",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	// -o json: a ServiceExplanation per node, with groups in the summary;
+	// a chain name finds the Service in the sweep's objects.
+	out, _, _ = runCmd(t, nil, "explain", "KUBE-SEP-GXKVICYM64SODBWJ", "--from-bundle", dir, "-o", "json")
+	var l struct {
+		Items []struct {
+			Kind, Node, Namespace, Name string
+		}
+		Summary struct {
+			Groups []struct {
+				Status string
+				Nodes  []string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, it := range l.Items {
+		kinds[it.Kind]++
+		if it.Kind == "ServiceExplanation" && (it.Namespace != "shop" || it.Name != "web") {
+			t.Errorf("item %+v", it)
+		}
+	}
+	if kinds["ServiceExplanation"] != 3 || kinds["NodeError"] != 1 || len(l.Summary.Groups) != 2 || !slices.Equal(l.Summary.Groups[0].Nodes, []string{"node-b", "node-c"}) {
+		t.Errorf("items %v, groups %+v", kinds, l.Summary.Groups)
+	}
+	if _, _, err := runCmd(t, nil, "explain", "svc/webb", "-n", "shop", "--from-bundle", dir); err == nil || !strings.Contains(err.Error(), "did you mean svc/web?") {
+		t.Errorf("a typo in a sweep: %v", err)
 	}
 }

@@ -26,10 +26,14 @@ func renderSweep(out io.Writer, t *Terminal, command string, s *diagnose.SweepSu
 			counts[r.Status]++
 		}
 	}
-	head := fmt.Sprintf("%s of %d node%s: %s", command, s.Nodes, plural(s.Nodes), statusText(st, s.Status))
+	of := "of"
+	if strings.HasPrefix(command, "svc ") {
+		of = "on"
+	}
+	head := fmt.Sprintf("%s %s %d node%s: %s", command, of, s.Nodes, plural(s.Nodes), statusText(st, s.Status))
 	var parts []string
 	if n := counts[diagnose.StatusProblems]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d problems", n))
+		parts = append(parts, fmt.Sprintf("%d with problems", n))
 	}
 	if n := counts[diagnose.StatusIncomplete]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d incomplete", n))
@@ -42,6 +46,70 @@ func renderSweep(out io.Writer, t *Terminal, command string, s *diagnose.SweepSu
 	}
 	fmt.Fprintln(out, wrapIndent(head+"  "+st.dim.Render("("+strings.Join(parts, ", ")+"; "+seconds(took.Seconds())+")"), t.Width, 2))
 
+	if strings.HasPrefix(command, "svc ") {
+		renderServiceSweep(out, t, s)
+	} else {
+		renderSweepTable(out, t, s)
+	}
+	var failed []diagnose.SweepRow
+	for _, r := range s.Rows {
+		if r.Error != "" {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, st.header.Render("not read"))
+		for _, r := range failed {
+			fmt.Fprintln(out, "  "+wrapIndent(fmt.Sprintf("%s (%s): %s", r.Node, r.Reason, r.Error), t.Width-2, 4))
+		}
+	}
+	fmt.Fprintln(out)
+	verdict := fmt.Sprintf("verdict: %s", statusText(st, s.Status))
+	switch {
+	case counts[diagnose.StatusProblems] > 0:
+		verdict += fmt.Sprintf(" on %d of %d nodes", counts[diagnose.StatusProblems], s.Nodes)
+	case s.Failed > 0:
+		verdict += fmt.Sprintf(": %d of %d nodes could not be read", s.Failed, s.Nodes)
+	}
+	fmt.Fprintln(out, verdict+fmt.Sprintf(" (exit %d)", sweepExit(s)))
+}
+
+// nodeList names nodes, the first maxCauseNodes of them.
+func nodeList(nodes []string) string {
+	if len(nodes) > maxCauseNodes {
+		return strings.Join(nodes[:maxCauseNodes], ", ") + fmt.Sprintf(", … (+%d)", len(nodes)-maxCauseNodes)
+	}
+	return strings.Join(nodes, ", ")
+}
+
+// renderServiceSweep prints one Service on many nodes: the nodes that agree
+// collapsed into one line each, with what they have wrong.
+func renderServiceSweep(out io.Writer, t *Terminal, s *diagnose.SweepSummary) {
+	st := t.styles()
+	for _, g := range s.Groups {
+		who := nodeList(g.Nodes)
+		if len(g.Nodes) > 1 {
+			who = fmt.Sprintf("%d nodes (%s)", len(g.Nodes), who)
+		}
+		what := "programmed as its EndpointSlices say"
+		switch {
+		case len(g.Causes) > 0:
+			what = "programmed differently:"
+		case g.Status == diagnose.StatusIncomplete:
+			what = "nothing wrong in what could be checked (see -o json: notChecked)"
+		}
+		fmt.Fprintln(out, wrapIndent(statusText(st, g.Status)+" "+who+": "+what, t.Width, 2))
+		for _, c := range g.Causes {
+			fmt.Fprintln(out, "  - "+wrapIndent(c, t.Width-4, 4))
+		}
+	}
+}
+
+// renderSweepTable prints a row per node, worst first, then the causes
+// across nodes.
+func renderSweepTable(out io.Writer, t *Terminal, s *diagnose.SweepSummary) {
+	st := t.styles()
 	headers := []string{"NODE", "STATUS", "MODE", "BACKEND", "LARGE", "STALE", "HARMFUL", "MISSING", "EXTRA", "MASQ", "DRIFT", "TIME"}
 	rows := make([][]string, 0, len(s.Rows))
 	for _, r := range s.Rows {
@@ -74,40 +142,12 @@ func renderSweep(out io.Writer, t *Terminal, command string, s *diagnose.SweepSu
 		fmt.Fprintln(out, st.header.Render("causes across nodes"))
 	}
 	for _, c := range s.Causes {
-		names := c.Nodes
-		more := ""
-		if len(names) > maxCauseNodes {
-			more = fmt.Sprintf(", … (+%d)", len(names)-maxCauseNodes)
-			names = names[:maxCauseNodes]
-		}
-		line := fmt.Sprintf("%s: %s", strings.Join(names, ", ")+more, c.Title)
+		line := fmt.Sprintf("%s: %s", nodeList(c.Nodes), c.Title)
 		if len(c.Nodes) > 1 {
-			line = fmt.Sprintf("%d nodes (%s): %s", len(c.Nodes), strings.Join(names, ", ")+more, c.Title)
+			line = fmt.Sprintf("%d nodes (%s): %s", len(c.Nodes), nodeList(c.Nodes), c.Title)
 		}
 		fmt.Fprintln(out, severityStyle(st, c.Severity).Render(fmt.Sprintf("%-7s", strings.ToUpper(string(c.Severity))))+" "+wrapIndent(line, t.Width-8, 8))
 	}
-	var failed []diagnose.SweepRow
-	for _, r := range s.Rows {
-		if r.Error != "" {
-			failed = append(failed, r)
-		}
-	}
-	if len(failed) > 0 {
-		fmt.Fprintln(out)
-		fmt.Fprintln(out, st.header.Render("not read"))
-		for _, r := range failed {
-			fmt.Fprintln(out, "  "+wrapIndent(fmt.Sprintf("%s (%s): %s", r.Node, r.Reason, r.Error), t.Width-2, 4))
-		}
-	}
-	fmt.Fprintln(out)
-	verdict := fmt.Sprintf("verdict: %s", statusText(st, s.Status))
-	switch {
-	case counts[diagnose.StatusProblems] > 0:
-		verdict += fmt.Sprintf(" on %d of %d nodes", counts[diagnose.StatusProblems], s.Nodes)
-	case s.Failed > 0:
-		verdict += fmt.Sprintf(": %d of %d nodes could not be read", s.Failed, s.Nodes)
-	}
-	fmt.Fprintln(out, verdict+fmt.Sprintf(" (exit %d)", sweepExit(s)))
 }
 
 func sweepExit(s *diagnose.SweepSummary) int {

@@ -215,8 +215,8 @@ func (f *Fleet) Objects(ctx context.Context, client kubernetes.Interface, nodes 
 }
 
 // FailureReason names why a node could not be read, for a sweep's
-// summary: NotReady, NoKubeProxy, Forbidden, PodSecurity, ImagePull,
-// Timeout, NotFound, Interrupted or Other.
+// summary: NotReady, NoKubeProxy, NoDebugNamespace, Forbidden,
+// PodSecurity, ImagePull, Timeout, NotFound, Interrupted or Other.
 func FailureReason(err error) string {
 	var noProxy *NoKubeProxyError
 	var psa *PodSecurityError
@@ -231,6 +231,8 @@ func FailureReason(err error) string {
 		return "PodSecurity"
 	case errors.As(err, &forbidden), strings.Contains(msg, "you may neither run a debug pod"):
 		return "Forbidden"
+	case strings.Contains(msg, "does not exist, so no debug pod can run there"):
+		return "NoDebugNamespace"
 	case strings.Contains(msg, "is not Ready"):
 		return "NotReady"
 	case strings.Contains(msg, "cannot be pulled"):
