@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
@@ -79,21 +78,14 @@ func (o *OutputOptions) PrintMachine(out io.Writer, report any) error {
 	return printMachine(out, o.Output, report)
 }
 
-// printMachine writes report as JSON (format "json") or YAML.
+// printMachine writes report as JSON (format "json") or YAML, streamed as
+// it is encoded (machine.go): the bytes of json.MarshalIndent(report, "",
+// "  ") and a newline, or of yaml.JSONToYAML of it.
 func printMachine(out io.Writer, format string, report any) error {
-	data, err := json.MarshalIndent(report, "", "  ")
-	if err != nil {
-		return err
-	}
 	if format == "yaml" {
-		if data, err = yaml.JSONToYAML(data); err != nil {
-			return err
-		}
-		_, err = out.Write(data)
-		return err
+		return streamYAML(out, report)
 	}
-	_, err = fmt.Fprintf(out, "%s\n", data)
-	return err
+	return streamJSON(out, report)
 }
 
 // APIVersion is the apiVersion of every machine-readable report.
