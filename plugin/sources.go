@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -352,65 +353,79 @@ func (o *InputOptions) Collect(dir string) (*collect.Manifest, error) {
 	return c.Collect(o.Context())
 }
 
-// load reads the files.
+// load reads the files, each on a goroutine of its own: the dumps are
+// parsed while the objects decode, several dumps at once. What they hold is
+// joined in the order given, and the first error in that order is the one
+// returned, so the result is that of reading them one after another.
 func (o *InputOptions) load() (*Loaded, error) {
-	l := &Loaded{Ruleset: &inspect.Ruleset{}}
+	type result struct {
+		in   *input.Input
+		m    *metrics.Metrics
+		cfg  *kpconfig.Config
+		objs *correlate.Objects
+		err  error
+	}
+	var tasks []func() result
 	for _, name := range o.Dumps {
-		rc, src, err := o.open(name)
-		if err != nil {
-			return nil, err
-		}
-		in, err := input.Read(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		if in.Ruleset != nil {
-			l.Ruleset.Merge(in.Ruleset)
-		}
-		if in.Metrics != nil {
-			l.Metrics = append(l.Metrics, in.Metrics)
-		}
+		tasks = append(tasks, func() result {
+			in, err := readInput(o, name, input.Read)
+			return result{in: in, err: err}
+		})
 	}
 	for _, name := range o.Metrics {
-		rc, src, err := o.open(name)
-		if err != nil {
-			return nil, err
-		}
-		m, err := metrics.Parse(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		l.Metrics = append(l.Metrics, m)
+		tasks = append(tasks, func() result {
+			m, err := readInput(o, name, metrics.Parse)
+			return result{m: m, err: err}
+		})
 	}
 	for _, name := range o.Config {
-		rc, src, err := o.open(name)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := kpconfig.Parse(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		l.Config = cfg // the last one wins
+		tasks = append(tasks, func() result {
+			cfg, err := readInput(o, name, kpconfig.Parse)
+			return result{cfg: cfg, err: err}
+		})
 	}
 	for _, name := range o.Objects {
-		rc, src, err := o.open(name)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := correlate.ReadObjects(rc, src)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-		if l.Objects == nil {
-			l.Objects = &correlate.Objects{}
-		}
-		l.Objects.Add(objs)
+		tasks = append(tasks, func() result {
+			objs, err := readInput(o, name, o.readObjects)
+			return result{objs: objs, err: err}
+		})
 	}
+	results := make([]result, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = task()
+		}()
+	}
+	wg.Wait()
+
+	l := &Loaded{Ruleset: &inspect.Ruleset{}}
+	var dumpMetrics, fileMetrics []*metrics.Metrics
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			return nil, r.err
+		case r.in != nil:
+			if r.in.Ruleset != nil {
+				l.Ruleset.Merge(r.in.Ruleset)
+			}
+			if r.in.Metrics != nil {
+				dumpMetrics = append(dumpMetrics, r.in.Metrics)
+			}
+		case r.m != nil:
+			fileMetrics = append(fileMetrics, r.m)
+		case r.cfg != nil:
+			l.Config = r.cfg // the last one wins
+		case r.objs != nil:
+			if l.Objects == nil {
+				l.Objects = &correlate.Objects{}
+			}
+			l.Objects.Add(r.objs)
+		}
+	}
+	l.Metrics = append(dumpMetrics, fileMetrics...)
 	if l.Config == nil && l.Objects != nil {
 		l.Config = configFromObjects(l.Objects)
 	}
@@ -418,6 +433,22 @@ func (o *InputOptions) load() (*Loaded, error) {
 		return nil, fmt.Errorf("the inputs hold no ruleset (only metrics?): pass an iptables-save or nft dump with --from-dump")
 	}
 	return l, nil
+}
+
+// readInput opens name and reads it with read.
+func readInput[T any](o *InputOptions, name string, read func(io.Reader, string) (T, error)) (T, error) {
+	rc, src, err := o.open(name)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer rc.Close()
+	return read(rc, src)
+}
+
+// readObjects reads API objects.
+func (o *InputOptions) readObjects(r io.Reader, source string) (*correlate.Objects, error) {
+	return correlate.ReadObjects(r, source)
 }
 
 // configFromObjects reads kube-proxy's configuration from the kube-system
