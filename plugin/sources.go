@@ -366,9 +366,38 @@ func (o *InputOptions) load() (*Loaded, error) {
 		err  error
 	}
 	var tasks []func() result
+	// explain reads only its Service's objects and chains where that gives
+	// the same answer (targeted.go): the dumps wait for the objects then.
+	only := o.targetService()
+	objectTasks := make([]func() (*correlate.Objects, error), len(o.Objects))
+	for i, name := range o.Objects {
+		objectTasks[i] = sync.OnceValues(func() (*correlate.Objects, error) {
+			return readInput(o, name, func(r io.Reader, source string) (*correlate.Objects, error) {
+				if only != nil {
+					return correlate.ReadServiceObjects(r, source, *only)
+				}
+				return correlate.ReadObjects(r, source)
+			})
+		})
+	}
+	allObjects := sync.OnceValue(func() *correlate.Objects {
+		all := &correlate.Objects{}
+		for _, read := range objectTasks {
+			objs, err := read()
+			if err != nil {
+				return nil // reported by the objects' own task
+			}
+			all.Add(objs)
+		}
+		return all
+	})
 	for _, name := range o.Dumps {
 		tasks = append(tasks, func() result {
-			in, err := readInput(o, name, input.Read)
+			read := input.Read
+			if only != nil {
+				read = func(r io.Reader, source string) (*input.Input, error) { return readTargeted(r, source, allObjects) }
+			}
+			in, err := readInput(o, name, read)
 			return result{in: in, err: err}
 		})
 	}
@@ -384,9 +413,9 @@ func (o *InputOptions) load() (*Loaded, error) {
 			return result{cfg: cfg, err: err}
 		})
 	}
-	for _, name := range o.Objects {
+	for _, read := range objectTasks {
 		tasks = append(tasks, func() result {
-			objs, err := readInput(o, name, o.readObjects)
+			objs, err := read()
 			return result{objs: objs, err: err}
 		})
 	}
@@ -444,11 +473,6 @@ func readInput[T any](o *InputOptions, name string, read func(io.Reader, string)
 	}
 	defer rc.Close()
 	return read(rc, src)
-}
-
-// readObjects reads API objects.
-func (o *InputOptions) readObjects(r io.Reader, source string) (*correlate.Objects, error) {
-	return correlate.ReadObjects(r, source)
 }
 
 // configFromObjects reads kube-proxy's configuration from the kube-system
