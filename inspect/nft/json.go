@@ -281,6 +281,9 @@ func (p *jsonParser) string() string {
 	start := p.i + 1
 	j := start
 	esc := false
+	for j < len(p.s) && p.s[j] != '"' && p.s[j] != '\\' {
+		j++ // the plain part, in a tight loop
+	}
 	for j < len(p.s) {
 		c := p.s[j]
 		if c == '"' {
@@ -511,6 +514,13 @@ func (st *jsonStream) value() ([]byte, error) {
 		for ; i < len(st.buf); i++ {
 			c := st.buf[i]
 			if inStr {
+				if !esc {
+					// a tight loop to the next quote or backslash
+					for c != '"' && c != '\\' && i+1 < len(st.buf) {
+						i++
+						c = st.buf[i]
+					}
+				}
 				switch {
 				case esc:
 					esc = false
@@ -661,9 +671,12 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 			return
 		}
 		t := b.jsonTable(v.fieldStr("family"), table)
-		c := t.Chain(chain)
-		if c == nil {
-			c = t.EnsureChain(strings.Clone(chain))
+		c := b.lastChain // b.table keeps it for the same table
+		if c == nil || c.Name != chain {
+			if c = t.Chain(chain); c == nil {
+				c = t.EnsureChain(strings.Clone(chain))
+			}
+			b.lastChain = c
 		}
 		w.family = string(t.Family)
 		text := w.rule(v.get("expr").items())

@@ -714,6 +714,9 @@ func needsNormalize(s string) bool {
 	if c := s[len(s)-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
 		return true
 	}
+	if !strings.Contains(s, "  ") && strings.IndexByte(s, '\t') < 0 && strings.IndexByte(s, '\r') < 0 && strings.IndexByte(s, '\n') < 0 {
+		return false // nothing to collapse, quoted or not: no byte-wise scan
+	}
 	inQ := false
 	prevSpace := false
 	for i := 0; i < len(s); i++ {
