@@ -416,6 +416,9 @@ func (o *InputOptions) load() (*Loaded, error) {
 	for _, read := range objectTasks {
 		tasks = append(tasks, func() result {
 			objs, err := read()
+			if err == nil && len(objectTasks) == 1 {
+				objs.ServicePorts() // joined here, while the dumps parse
+			}
 			return result{objs: objs, err: err}
 		})
 	}
@@ -448,10 +451,15 @@ func (o *InputOptions) load() (*Loaded, error) {
 		case r.cfg != nil:
 			l.Config = r.cfg // the last one wins
 		case r.objs != nil:
-			if l.Objects == nil {
+			switch {
+			case len(objectTasks) == 1:
+				l.Objects = r.objs // with its service ports
+			case l.Objects == nil:
 				l.Objects = &correlate.Objects{}
+				fallthrough
+			default:
+				l.Objects.Add(r.objs)
 			}
-			l.Objects.Add(r.objs)
 		}
 	}
 	l.Metrics = append(dumpMetrics, fileMetrics...)
