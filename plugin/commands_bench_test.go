@@ -21,8 +21,9 @@ import (
 // mode): an iptables node (iptables-nft-save of nat, the objects, the
 // metrics) and an nftables node with the same Services (nft -j). Reported
 // per command: MB/s of input, x-read (the time as a multiple of a plain
-// read of the same files), out-MB, and peak-RSS-MB of the command run
-// once in a process of its own (Linux).
+// read of the same files), cpu-s/op (user and system CPU: what the command
+// costs when other work shares the machine), out-MB, and peak-RSS-MB of
+// the command run once in a process of its own (Linux).
 //
 //	go test ./plugin -run '^$' -bench Command -benchmem
 //	go test ./plugin -run '^$' -bench 'Command/iptables-5000/map' -benchmem -count 6 | benchstat -
@@ -125,6 +126,7 @@ func benchmarkCommand(b *testing.B, node benchNode, template string) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		out.n = 0
 		cmd := NewCmdRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
@@ -135,11 +137,15 @@ func benchmarkCommand(b *testing.B, node benchNode, template string) {
 		}
 	}
 	b.StopTimer()
+	cpu := cpuTime() - cpu0
 	if out.n == 0 {
 		b.Fatal("the command printed nothing")
 	}
 	perOp := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(perOp/read.Seconds(), "x-read")
+	if cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	}
 	b.ReportMetric(float64(out.n)/1e6, "out-MB")
 	if rss := peakRSS(b, args); rss > 0 {
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MB")
