@@ -58,6 +58,7 @@ func init() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	fmt.Printf("peak-rss %d\n", peakRSSSelf())
 	os.Exit(0)
 }
 
@@ -173,15 +174,19 @@ func plainRead(b *testing.B, files, args []string) time.Duration {
 }
 
 // peakRSS runs the command once in a process of its own and returns its
-// peak resident set size in bytes (0 where the OS does not say).
+// peak resident set size in bytes, as it reports it (0 where the OS does
+// not say).
 func peakRSS(b *testing.B, args []string) int64 {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchExecEnv+"="+strings.Join(args, "\x1f"))
 	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
+	out, err := cmd.Output()
+	if err != nil {
 		b.Fatalf("%v in a process of its own: %v", args, err)
 	}
-	return maxRSS(cmd.ProcessState)
+	var rss int64
+	fmt.Sscanf(string(out), "peak-rss %d", &rss)
+	return rss
 }
 
 type countingWriter struct{ n int64 }

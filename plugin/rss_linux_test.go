@@ -1,16 +1,32 @@
 package plugin
 
 import (
+	"bufio"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// maxRSS is the peak resident set size of a finished process (Linux
-// reports it in KiB).
-func maxRSS(ps *os.ProcessState) int64 {
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss * 1024
+// peakRSSSelf is this process's peak resident set size in bytes (VmHWM):
+// the peak of its own address space since exec. (The rusage of a child
+// would not do: Linux counts the parent's pages the child had before its
+// exec.)
+func peakRSSSelf() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
 	}
 	return 0
 }
