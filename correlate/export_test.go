@@ -14,3 +14,9 @@ func ReadObjectsGeneric(r io.Reader, source string) (*Objects, error) {
 	}
 	return decodeGeneric(bytes.NewReader(data), source)
 }
+
+// DecodeFast is the fast objects decoder alone, for its benchmark.
+func DecodeFast(data []byte) (*Objects, bool) {
+	o, _, ok := decodeFast(data, nil)
+	return o, ok
+}

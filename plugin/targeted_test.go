@@ -138,3 +138,38 @@ func TestTargetedExplainLarge(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFilterIPTablesDump: whatever the dump, the filter keeps whole lines
+// of it in order, drops only rules of per-service chains outside the kept
+// set, and never the rules of a kept chain.
+func FuzzFilterIPTablesDump(f *testing.F) {
+	f.Add("*nat\n:KUBE-SVC-A - [0:0]\n-A KUBE-SVC-A -j KUBE-SEP-B\n-A KUBE-SEP-B -j DNAT\n-A KUBE-SEP-C -j DNAT\n[1:2] -A KUBE-SVC-D -g KUBE-SEP-C\nCOMMIT\n", "KUBE-SVC-A")
+	f.Add("-A KUBE-SVC-A", "KUBE-SVC-A")
+	f.Fuzz(func(t *testing.T, dump, keepChain string) {
+		keep := map[string]bool{keepChain: true}
+		out, dropped := filterIPTablesDump([]byte(dump), keep)
+		in := strings.SplitAfter(dump, "\n")
+		got := strings.SplitAfter(string(out), "\n")
+		if len(out) == 0 {
+			got = nil
+		}
+		if len(dump) == 0 {
+			in = nil
+		}
+		j := 0
+		for _, line := range in {
+			if j < len(got) && got[j] == line {
+				j++
+				continue
+			}
+			c := ruleChain([]byte(line))
+			if c == nil || !perServiceChain(c) || keep[string(c)] {
+				t.Fatalf("line %q dropped", line)
+			}
+			dropped--
+		}
+		if j != len(got) || dropped != 0 {
+			t.Fatalf("output is not the input's lines in order (%d of %d matched, %d dropped unaccounted)", j, len(got), dropped)
+		}
+	})
+}
