@@ -33,7 +33,9 @@ var decoder = func() runtime.Decoder {
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
 
-// Objects are the API objects a ruleset is joined with.
+// Objects are the API objects a ruleset is joined with. Services and
+// EndpointSlices read from JSON by ReadObjects carry the fields the
+// analyses read (objects_fast.go lists them), not every field.
 type Objects struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice

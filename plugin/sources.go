@@ -54,6 +54,9 @@ type InputOptions struct {
 	// collected is the manifest of the bundle being read (live or
 	// --from-bundle), on Load's copy.
 	collected *collect.Manifest
+	// noTargeting reads everything even for explain (tests compare the
+	// targeted path with it).
+	noTargeting bool
 }
 
 // LiveOptions are the flags of live collection.

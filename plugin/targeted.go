@@ -24,14 +24,11 @@ import (
 // fixture Service); a garbled rule of another Service's chain is dropped
 // unread, so its warning is not printed.
 
-// noTargeting turns the targeted path off (tests compare both paths).
-var noTargeting = false
-
 // targetService is the Service explain asks for, when reading only its
 // objects and chains gives the full path's answer: the node must be known
 // (inferring it reads every Service's chains).
 func (o *InputOptions) targetService() *correlate.ServiceFilter {
-	if noTargeting || o.ServiceName == "" || o.Node == "" || len(o.Objects) == 0 {
+	if o.noTargeting || o.ServiceName == "" || o.Node == "" || len(o.Objects) == 0 {
 		return nil
 	}
 	return &correlate.ServiceFilter{Namespace: o.ServiceNamespace, Name: o.ServiceName}

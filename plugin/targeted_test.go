@@ -115,9 +115,9 @@ func TestTargetedExplainLarge(t *testing.T) {
 	}
 	for _, dump := range []string{f.IPTablesSave, f.NFTJSON} {
 		o := InputOptions{Dumps: []string{dump}, Objects: []string{f.Objects}, Node: synth.LocalNode}
-		noTargeting = true
-		full := loadFor(t, o, "bench", "svc-00123")
-		noTargeting = false
+		fullRead := o
+		fullRead.noTargeting = true
+		full := loadFor(t, fullRead, "bench", "svc-00123")
 		targeted := loadFor(t, o, "bench", "svc-00123")
 		want, err := explainJSON(full, "bench", "svc-00123")
 		if err != nil {
