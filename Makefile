@@ -4,7 +4,8 @@
 #   make test      install test dependencies when missing, vet, unit + real-tool tests, brief fuzzing,
 #                  then the end-to-end suite on a real cluster on this machine (hack/e2e.mk)
 #   make fixtures  regenerate testdata/fixtures from kube-proxy's own code (root, network namespaces)
-#   make bench     parser and attribution benchmarks on a large generated dump
+#   make bench     benchmarks: whole commands on generated nodes of 1,250-5,000 Services,
+#                  parsers, object decoding, attribution (BENCH=regexp COUNT=n)
 #   make dist      release archives for 6 platforms, checksums and the krew manifest (hack/dist.mk)
 
 SHELL     := /bin/bash
@@ -62,8 +63,10 @@ fuzz:
 fixtures:
 	bash hack/gen-fixtures.sh
 
+BENCH ?= .
+COUNT ?= 1
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./inspect/... ./correlate ./diagnose
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 2h ./inspect/... ./correlate ./diagnose ./plugin
 
 clean:
 	rm -rf $(CACHE)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -201,15 +202,21 @@ func ExplainAll(rs *inspect.Ruleset, objs *Objects, node NodeView) []*Explanatio
 	return out
 }
 
-// explainer holds what explaining many Services shares: the service
-// ports, and per nat table the rules of KUBE-SERVICES and KUBE-NODEPORTS by
-// target chain (one pass instead of one per Service).
+// explainer holds what explaining many Services shares, built once so that
+// explaining every Service (triage) stays linear in the cluster: the
+// service ports by Service, per nat table the rules of KUBE-SERVICES and
+// KUBE-NODEPORTS by target chain, per filter table the rules that can
+// name a service port, per nftables table the map elements by target and
+// key.
 type explainer struct {
-	rs      *inspect.Ruleset
-	objs    *Objects
-	byName  map[string][]*corev1.Service
-	sps     []*ServicePort
-	entries map[*inspect.IPTable]map[string][]entryRule
+	rs        *inspect.Ruleset
+	objs      *Objects
+	byName    map[string][]*corev1.Service
+	sps       []*ServicePort
+	byService map[string][]*ServicePort // "ns/name" → its ports, in sps order
+	entries   map[*inspect.IPTable]map[string][]entryRule
+	filters   map[*inspect.IPTable]*filterIndex
+	nft       map[*inspect.NFTTable]*nftIndex
 }
 
 type entryRule struct {
@@ -218,22 +225,166 @@ type entryRule struct {
 }
 
 func newExplainer(rs *inspect.Ruleset, objs *Objects) *explainer {
-	x := &explainer{rs: rs, objs: objs, byName: servicesByName(objs), sps: objs.ServicePorts(), entries: map[*inspect.IPTable]map[string][]entryRule{}}
+	sps := objs.ServicePorts()
+	x := &explainer{rs: rs, objs: objs, byName: servicesByName(objs), sps: sps, byService: map[string][]*ServicePort{}, entries: map[*inspect.IPTable]map[string][]entryRule{},
+		filters: map[*inspect.IPTable]*filterIndex{}, nft: map[*inspect.NFTTable]*nftIndex{}}
+	for _, sp := range sps {
+		k := sp.Namespace + "/" + sp.Name
+		x.byService[k] = append(x.byService[k], sp)
+	}
 	for _, t := range rs.IPTables {
-		if t.Name != kubeproxy.TableNAT {
+		switch t.Name {
+		case kubeproxy.TableNAT:
+			idx := map[string][]entryRule{}
+			for _, chainName := range []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts} {
+				if c := t.Chain(chainName); c != nil {
+					for _, r := range c.Rules {
+						idx[r.Target] = append(idx[r.Target], entryRule{chainName, r})
+					}
+				}
+			}
+			x.entries[t] = idx
+		case kubeproxy.TableFilter:
+			x.filters[t] = newFilterIndex(t)
+		}
+	}
+	for _, t := range rs.NFTables {
+		if t.IsKubeProxy() {
+			x.nft[t] = newNFTIndex(t)
+		}
+	}
+	return x
+}
+
+// filterChains are the filter chains whose rules can name a service port,
+// in the order explain lists them.
+var filterChains = []string{kubeproxy.ChainServices, kubeproxy.ChainExternalServices, kubeproxy.ChainNodePorts, kubeproxy.ChainProxyFirewall}
+
+// filterIndex finds the filter rules that may concern a service port: by
+// the service port name their comment starts with, and (read through nft,
+// without comments) REJECT and DROP rules by destination address or, for
+// node ports, destination port.
+type filterIndex struct {
+	byComment, byAddress, byPort map[string][]filterRule
+}
+
+type filterRule struct {
+	chain, pos int // filterChains index, rule index: the order of the chains' rules
+	rule       *inspect.IPRule
+}
+
+func newFilterIndex(t *inspect.IPTable) *filterIndex {
+	fi := &filterIndex{byComment: map[string][]filterRule{}, byAddress: map[string][]filterRule{}, byPort: map[string][]filterRule{}}
+	for ci, chainName := range filterChains {
+		c := t.Chain(chainName)
+		if c == nil {
 			continue
 		}
-		idx := map[string][]entryRule{}
-		for _, chainName := range []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts} {
-			if c := t.Chain(chainName); c != nil {
-				for _, r := range c.Rules {
-					idx[r.Target] = append(idx[r.Target], entryRule{chainName, r})
+		for ri, r := range c.Rules {
+			fr := filterRule{ci, ri, r}
+			switch {
+			case r.Comment != "":
+				spn, _, _ := strings.Cut(r.Comment, " ")
+				fi.byComment[spn] = append(fi.byComment[spn], fr)
+			case r.Target == "REJECT" || r.Target == "DROP":
+				if ip := stripPrefixLen(r.Destination().Value); ip != "" {
+					fi.byAddress[CanonicalIP(ip)] = append(fi.byAddress[CanonicalIP(ip)], fr)
+				} else {
+					fi.byPort[r.DPort().Value] = append(fi.byPort[r.DPort().Value], fr)
 				}
 			}
 		}
-		x.entries[t] = idx
 	}
-	return x
+	return fi
+}
+
+// candidates are the rules that may concern sp, in chain and rule order.
+func (fi *filterIndex) candidates(sp *ServicePort) []filterRule {
+	out := append([]filterRule{}, fi.byComment[sp.String()]...)
+	for _, list := range [][]string{sp.ClusterIPs, sp.ExternalIPs, sp.LoadBalancerIPs} {
+		for _, ip := range list {
+			out = append(out, fi.byAddress[CanonicalIP(ip)]...)
+		}
+	}
+	if sp.NodePort > 0 {
+		out = append(out, fi.byPort[strconv.Itoa(int(sp.NodePort))]...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].chain != out[j].chain {
+			return out[i].chain < out[j].chain
+		}
+		return out[i].pos < out[j].pos
+	})
+	return slices.CompactFunc(out, func(a, b filterRule) bool { return a.rule == b.rule })
+}
+
+// nftEntryMaps are the verdict maps whose elements are a service port's
+// entries, in the order explain lists them.
+var nftEntryMaps = []string{"service-ips", "service-nodeports", "firewall-ips", "no-endpoint-services", "no-endpoint-nodeports"}
+
+// nftIndex finds the map elements that may concern a service port: by
+// the chain they jump to (service-ips, service-nodeports, firewall-ips),
+// by address (no-endpoint-services) and by node port
+// (no-endpoint-nodeports).
+type nftIndex struct {
+	byTarget, byAddress, byPort map[string][]nftElement
+}
+
+type nftElement struct {
+	mapIdx, pos     int
+	el              *knftables.Element
+	verdict, target string
+}
+
+func newNFTIndex(t *inspect.NFTTable) *nftIndex {
+	ni := &nftIndex{byTarget: map[string][]nftElement{}, byAddress: map[string][]nftElement{}, byPort: map[string][]nftElement{}}
+	for mi, mapName := range nftEntryMaps {
+		m := t.Map(mapName)
+		if m == nil {
+			continue
+		}
+		for ei, el := range m.Elements {
+			verdict := strings.Join(el.Value, " ")
+			ne := nftElement{mi, ei, el, verdict, strings.TrimPrefix(strings.TrimPrefix(verdict, "goto "), "jump ")}
+			switch mapName {
+			case "service-ips", "service-nodeports", "firewall-ips":
+				ni.byTarget[ne.target] = append(ni.byTarget[ne.target], ne)
+			case "no-endpoint-services":
+				if len(el.Key) > 0 {
+					ni.byAddress[CanonicalIP(el.Key[0])] = append(ni.byAddress[CanonicalIP(el.Key[0])], ne)
+				}
+			case "no-endpoint-nodeports":
+				if len(el.Key) > 1 {
+					ni.byPort[el.Key[1]] = append(ni.byPort[el.Key[1]], ne)
+				}
+			}
+		}
+	}
+	return ni
+}
+
+// candidates are the elements that may concern a service port whose own
+// chains are own, in map and element order.
+func (ni *nftIndex) candidates(sp *ServicePort, own []string) []nftElement {
+	var out []nftElement
+	for _, c := range own {
+		out = append(out, ni.byTarget[c]...)
+	}
+	for _, list := range [][]string{sp.ClusterIPs, sp.ExternalIPs, sp.LoadBalancerIPs} {
+		for _, ip := range list {
+			out = append(out, ni.byAddress[CanonicalIP(ip)]...)
+		}
+	}
+	if sp.NodePort > 0 {
+		out = append(out, ni.byPort[strconv.Itoa(int(sp.NodePort))]...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].mapIdx != out[j].mapIdx {
+			return out[i].mapIdx < out[j].mapIdx
+		}
+		return out[i].pos < out[j].pos
+	})
+	return slices.CompactFunc(out, func(a, b nftElement) bool { return a.el == b.el })
 }
 
 func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
@@ -242,12 +393,7 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
-	var svcPorts []*ServicePort
-	for _, sp := range x.sps {
-		if sp.Namespace == svc.Namespace && sp.Name == svc.Name {
-			svcPorts = append(svcPorts, sp)
-		}
-	}
+	svcPorts := x.byService[svc.Namespace+"/"+svc.Name]
 	if len(svcPorts) == 0 {
 		return nil, fmt.Errorf("service %s/%s has no ports: kube-proxy writes no rules for it", svc.Namespace, svc.Name)
 	}
@@ -284,7 +430,7 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 				continue
 			}
 			filter := findIPTable(rs, t.Family, kubeproxy.TableFilter, t.Backend)
-			ex.Ports = append(ex.Ports, explainIPTables(sp, t, filter, x.entries[t], opts.Node))
+			ex.Ports = append(ex.Ports, explainIPTables(sp, t, filter, x.entries[t], x.filters[filter], opts.Node))
 		}
 		for _, t := range rs.NFTables {
 			if !t.IsKubeProxy() {
@@ -295,7 +441,7 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 				fam = kubeproxy.IPv6
 			}
 			if serviceHasFamily(sp, fam) {
-				ex.Ports = append(ex.Ports, explainNFTables(sp, t, fam, opts.Node))
+				ex.Ports = append(ex.Ports, explainNFTables(sp, t, x.nft[t], fam, opts.Node))
 			}
 		}
 	}
@@ -367,7 +513,7 @@ func hostPort(ip string, port int32) string {
 }
 
 // explainIPTables follows KUBE-SERVICES → SVC/SVL/EXT/FW → SEP → DNAT.
-func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[string][]entryRule, node NodeView) PortPath {
+func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[string][]entryRule, filterIdx *filterIndex, node NodeView) PortPath {
 	spn, proto := sp.String(), sp.Proto()
 	hash := PortProtoHash(spn, proto)
 	svc, svl, ext, fw := kubeproxy.PrefixService+hash, kubeproxy.PrefixLocal+hash, kubeproxy.PrefixExternal+hash, kubeproxy.PrefixFirewall+hash
@@ -422,42 +568,37 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	}
 	// Filter-table entries: no endpoints, firewall, health checks.
 	if filter != nil {
-		for _, chainName := range []string{kubeproxy.ChainServices, kubeproxy.ChainExternalServices, kubeproxy.ChainNodePorts, kubeproxy.ChainProxyFirewall} {
-			c := filter.Chain(chainName)
-			if c == nil {
-				continue
-			}
-			for _, r := range c.Rules {
-				kind := ""
-				switch {
-				case r.Comment == spn+" has no endpoints":
+		for _, fr := range filterIdx.candidates(sp) {
+			chainName, r := filterChains[fr.chain], fr.rule
+			kind := ""
+			switch {
+			case r.Comment == spn+" has no endpoints":
+				kind = "noEndpoints"
+			case r.Comment == spn+" has no local endpoints":
+				kind = "noLocalEndpoints"
+			case r.Comment == spn+" health check node port":
+				kind = "healthCheck"
+			case strings.HasPrefix(r.Comment, spn+" traffic not accepted by"):
+				kind = "firewall"
+			case r.Comment == "" && (r.Target == "REJECT" || r.Target == "DROP"):
+				// Read through nft: no comments; match the address.
+				ip := stripPrefixLen(r.Destination().Value)
+				if ip != "" && addressKind(sp, ip) != "" && r.DPort().Value == portStr ||
+					ip == "" && sp.NodePort > 0 && r.DPort().Value == strconv.Itoa(int(sp.NodePort)) {
 					kind = "noEndpoints"
-				case r.Comment == spn+" has no local endpoints":
-					kind = "noLocalEndpoints"
-				case r.Comment == spn+" health check node port":
-					kind = "healthCheck"
-				case strings.HasPrefix(r.Comment, spn+" traffic not accepted by"):
-					kind = "firewall"
-				case r.Comment == "" && (r.Target == "REJECT" || r.Target == "DROP"):
-					// Read through nft: no comments; match the address.
-					ip := stripPrefixLen(r.Destination().Value)
-					if ip != "" && addressKind(sp, ip) != "" && r.DPort().Value == portStr ||
-						ip == "" && sp.NodePort > 0 && r.DPort().Value == strconv.Itoa(int(sp.NodePort)) {
-						kind = "noEndpoints"
-						if r.Target == "DROP" {
-							kind = "noLocalEndpoints"
-						}
+					if r.Target == "DROP" {
+						kind = "noLocalEndpoints"
 					}
 				}
-				if kind == "" {
-					continue
-				}
-				addr := r.DPort().Value
-				if ip := stripPrefixLen(r.Destination().Value); ip != "" {
-					addr = net.JoinHostPort(ip, r.DPort().Value)
-				}
-				pp.Entries = append(pp.Entries, Entry{Kind: kind, Address: addr, Table: kubeproxy.TableFilter, Chain: chainName, Target: r.Target, Rule: r.Text})
 			}
+			if kind == "" {
+				continue
+			}
+			addr := r.DPort().Value
+			if ip := stripPrefixLen(r.Destination().Value); ip != "" {
+				addr = net.JoinHostPort(ip, r.DPort().Value)
+			}
+			pp.Entries = append(pp.Entries, Entry{Kind: kind, Address: addr, Table: kubeproxy.TableFilter, Chain: chainName, Target: r.Target, Rule: r.Text})
 		}
 	}
 
@@ -705,7 +846,7 @@ func ptr[T any](v T) *T { return &v }
 
 // explainNFTables follows the service-ips / service-nodeports maps into
 // the service's chains and their numgen DNAT maps (or endpoint chains).
-func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam kubeproxy.Family, node NodeView) PortPath {
+func explainNFTables(sp *ServicePort, t *inspect.NFTTable, idx *nftIndex, fam kubeproxy.Family, node NodeView) PortPath {
 	spn, proto := sp.String(), sp.Proto()
 	base := NFTServiceBase(sp.Namespace, sp.Name, proto, sp.PortName)
 	svc, local, ext, fw := kubeproxy.NFTPrefixService+base, kubeproxy.NFTPrefixLocal+base, kubeproxy.NFTPrefixExternal+base, kubeproxy.NFTPrefixFirewall+base
@@ -714,15 +855,10 @@ func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam kubeproxy.Family,
 		Mode: string(kubeproxy.ModeNFTables), Family: string(fam), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}}
 	portStr := strconv.Itoa(int(sp.Port))
 	entryTarget := map[string]string{}
-	for _, mapName := range []string{"service-ips", "service-nodeports", "firewall-ips", "no-endpoint-services", "no-endpoint-nodeports"} {
-		m := t.Map(mapName)
-		if m == nil {
-			continue
-		}
-		for _, el := range m.Elements {
-			verdict := strings.Join(el.Value, " ")
-			target := strings.TrimPrefix(strings.TrimPrefix(verdict, "goto "), "jump ")
-			e := Entry{Table: t.Name, Chain: mapName, Target: target, Rule: elementText(el)}
+	for _, ne := range idx.candidates(sp, []string{svc, local, ext, fw}) {
+		{
+			mapName, el, verdict, target := nftEntryMaps[ne.mapIdx], ne.el, ne.verdict, ne.target
+			e := Entry{Table: t.Name, Chain: mapName, Target: target}
 			switch mapName {
 			case "service-ips", "firewall-ips":
 				if !own[target] || len(el.Key) < 3 {
@@ -761,6 +897,7 @@ func explainNFTables(sp *ServicePort, t *inspect.NFTTable, fam kubeproxy.Family,
 			if _, seen := entryTarget[e.Kind]; !seen {
 				entryTarget[e.Kind] = target
 			}
+			e.Rule = elementText(el)
 			pp.Entries = append(pp.Entries, e)
 		}
 	}

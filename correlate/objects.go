@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -32,7 +33,9 @@ var decoder = func() runtime.Decoder {
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }()
 
-// Objects are the API objects a ruleset is joined with.
+// Objects are the API objects a ruleset is joined with. Services and
+// EndpointSlices read from JSON by ReadObjects carry the fields the
+// analyses read (objects_fast.go lists them), not every field.
 type Objects struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
@@ -57,7 +60,65 @@ func (o *Objects) Add(other *Objects) {
 // (or -o yaml) prints: a List, a single object, or a stream of YAML
 // documents / JSON objects. Kinds other than Service and EndpointSlice are
 // kept in Other; an input with neither is an error.
+//
+// JSON is decoded by the fast path (objects_fast.go) where it can be; the
+// generic Kubernetes decoder reads the rest.
 func ReadObjects(r io.Reader, source string) (*Objects, error) {
+	return readObjects(r, source, nil)
+}
+
+// ReadServiceObjects is ReadObjects keeping only one Service, its
+// EndpointSlices, and the objects of other kinds: explaining one Service
+// needs no other.
+func ReadServiceObjects(r io.Reader, source string, only ServiceFilter) (*Objects, error) {
+	return readObjects(r, source, &only)
+}
+
+func readObjects(r io.Reader, source string, only *ServiceFilter) (*Objects, error) {
+	data, err := readAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	objs, seen, ok := decodeFast(data, only)
+	if !ok {
+		if objs, err = decodeGeneric(bytes.NewReader(data), source); err != nil {
+			return nil, err
+		}
+		seen = len(objs.Services) + len(objs.EndpointSlices) + len(objs.Other)
+		if only != nil {
+			objs.Services = slices.DeleteFunc(objs.Services, func(s *corev1.Service) bool { return !only.keepService(s.Namespace, s.Name) })
+			objs.EndpointSlices = slices.DeleteFunc(objs.EndpointSlices, func(s *discoveryv1.EndpointSlice) bool { return !only.keepSlice(s) })
+		}
+	}
+	if seen == 0 {
+		return nil, fmt.Errorf("%s: no Services or EndpointSlices found; expected the output of `kubectl get services,endpointslices -A -o json`", source)
+	}
+	return objs, nil
+}
+
+// readAll reads r whole, in one allocation when r says its size (a file,
+// a bytes.Reader).
+func readAll(r io.Reader) ([]byte, error) {
+	size := int64(0)
+	switch v := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if st, err := v.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+	case interface{ Len() int }:
+		size = int64(v.Len())
+	}
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
+// decodeGeneric decodes with the Kubernetes decoder: YAML or JSON, every
+// field of every object.
+func decodeGeneric(r io.Reader, source string) (*Objects, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReaderSize(r, 1<<16), 1<<16)
 	objs := &Objects{}
 	n := 0
@@ -77,9 +138,6 @@ func ReadObjects(r io.Reader, source string) (*Objects, error) {
 			return nil, fmt.Errorf("%s: document %d: %w", source, n+1, err)
 		}
 		n++
-	}
-	if len(objs.Services) == 0 && len(objs.EndpointSlices) == 0 && len(objs.Other) == 0 {
-		return nil, fmt.Errorf("%s: no Services or EndpointSlices found; expected the output of `kubectl get services,endpointslices -A -o json`", source)
 	}
 	return objs, nil
 }

@@ -213,18 +213,18 @@ func renderDiff(out io.Writer, t *Terminal, d *diagnose.NodeDiff) {
 		}
 		return s.Source + " (" + strings.Join(facts, ", ") + ")"
 	}
-	fmt.Fprintln(out, wrapIndent(st.header.Render("--- A "+side(d.A)), t.Width, 6))
-	fmt.Fprintln(out, wrapIndent(st.header.Render("+++ B "+side(d.B)), t.Width, 6))
+	fmt.Fprintln(out, trimTrailing(st.header.Render(wrapIndent("--- A "+side(d.A), t.Width, 6))))
+	fmt.Fprintln(out, trimTrailing(st.header.Render(wrapIndent("+++ B "+side(d.B), t.Width, 6))))
 	for _, sp := range d.ServicePorts {
 		fmt.Fprintln(out, st.group.Render(fmt.Sprintf("@@ %s %s %s", sp.ServicePort, sp.Protocol, sp.Family)))
 		for _, e := range sp.OnlyA {
-			fmt.Fprintln(out, st.bad.Render(wrapIndent("- "+e.String(), t.Width, 4)))
+			fmt.Fprintln(out, trimTrailing(st.bad.Render(wrapIndent("- "+e.String(), t.Width, 4))))
 		}
 		for _, e := range sp.OnlyB {
-			fmt.Fprintln(out, st.good.Render(wrapIndent("+ "+e.String(), t.Width, 4)))
+			fmt.Fprintln(out, trimTrailing(st.good.Render(wrapIndent("+ "+e.String(), t.Width, 4))))
 		}
 		if sp.Expected != "" {
-			fmt.Fprintln(out, st.dim.Render(wrapIndent("  ("+sp.Expected+")", t.Width, 3)))
+			fmt.Fprintln(out, trimTrailing(st.dim.Render(wrapIndent("  ("+sp.Expected+")", t.Width, 3))))
 		}
 	}
 	for _, c := range d.Unowned.OnlyA {
@@ -234,7 +234,7 @@ func renderDiff(out io.Writer, t *Terminal, d *diagnose.NodeDiff) {
 		fmt.Fprintln(out, st.good.Render("+ chain without owner "+c))
 	}
 	for _, n := range d.Notes {
-		fmt.Fprintln(out, st.dim.Render(wrap("note: "+n, t.Width)))
+		fmt.Fprintln(out, trimTrailing(st.dim.Render(wrap("note: "+n, t.Width))))
 	}
 	verdict := fmt.Sprintf("%d Service port%s alike", d.Same, plural(d.Same))
 	if n := len(d.ServicePorts); n == 1 {

@@ -3,31 +3,10 @@ package plugin
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
 )
-
-// readInput opens name and passes it to read, after checking it holds what
-// the flag reads (input.Expect: "objects.json: this file is an iptables dump
-// (iptables-save): pass it with --from-dump").
-func (o *InputOptions) readInput(flag string, want input.Kind, name string, read func(r io.Reader, source string) error) error {
-	if st, err := os.Stat(name); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a directory: pass a bundle's folder with --from-bundle, and files with %s", name, flag)
-	}
-	rc, src, err := o.open(name)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	r, err := input.Expect(rc, src, want)
-	if err != nil {
-		return err
-	}
-	return read(r, src)
-}
 
 // misplacedBundle explains a --from-bundle that is another kind of file.
 func misplacedBundle(name string, err error) error {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
@@ -23,21 +22,14 @@ import (
 // imply, Validate checks them before anything is read, Run loads the
 // inputs, asks package diagnose for the report and renders it.
 
-// printMachine writes report as JSON (format "json") or YAML.
+// printMachine writes report as JSON (format "json") or YAML, streamed as
+// it is encoded (machine.go): the bytes of json.MarshalIndent(report, "",
+// "  ") and a newline, or of yaml.JSONToYAML of it.
 func printMachine(out io.Writer, format string, report any) error {
-	data, err := json.MarshalIndent(report, "", "  ")
-	if err != nil {
-		return err
-	}
 	if format == "yaml" {
-		if data, err = yaml.JSONToYAML(data); err != nil {
-			return err
-		}
-		_, err = out.Write(data)
-		return err
+		return streamYAML(out, report)
 	}
-	_, err = fmt.Fprintf(out, "%s\n", data)
-	return err
+	return streamJSON(out, report)
 }
 
 // APIVersion is the apiVersion of every machine-readable report.

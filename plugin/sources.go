@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,6 +86,9 @@ type InputOptions struct {
 	// bundleFiles are the inputs that are files of a bundle, by the path
 	// Load put in the lists: open reads them through their bundle.
 	bundleFiles map[string]bundleFile
+	// noTargeting reads everything even for explain (tests compare the
+	// targeted path with it).
+	noTargeting bool
 }
 
 type bundleFile struct {
@@ -411,16 +415,11 @@ func (o *InputOptions) loadObjectsOnly() (*Loaded, error) {
 func (o *InputOptions) readObjects() (*correlate.Objects, error) {
 	objs := &correlate.Objects{}
 	for _, name := range o.Objects {
-		err := o.readInput("--from-objects", input.KindObjects, name, func(r io.Reader, src string) error {
-			more, err := correlate.ReadObjects(r, src)
-			if err == nil {
-				objs.Add(more)
-			}
-			return err
-		})
+		more, err := readInput(o, input.KindObjects, name, correlate.ReadObjects)
 		if err != nil {
 			return nil, err
 		}
+		objs.Add(more)
 	}
 	return objs, nil
 }
@@ -558,58 +557,118 @@ func (o *InputOptions) readOptions() input.Options {
 	return input.Options{IPTables: iptables.Options{Table: o.Table}}
 }
 
-// load reads the files.
+// load reads the files, each on a goroutine of its own: the dumps are
+// parsed while the objects decode, several dumps at once. What they hold is
+// joined in the order given, and the first error in that order is the one
+// returned, so the result is that of reading them one after another.
 func (o *InputOptions) load() (*Loaded, error) {
-	l := &Loaded{Ruleset: &inspect.Ruleset{}}
-	for _, name := range o.Dumps {
-		err := o.readInput("--from-dump", input.KindRuleset, name, func(r io.Reader, src string) error {
-			in, err := o.readOptions().Read(r, src)
-			if err != nil {
-				return err
-			}
-			if in.Ruleset != nil {
-				l.Ruleset.Merge(in.Ruleset)
-			}
-			if in.Metrics != nil {
-				l.Metrics = append(l.Metrics, in.Metrics)
-			}
-			return nil
+	type result struct {
+		in   *input.Input
+		m    *metrics.Metrics
+		cfg  *kpconfig.Config
+		objs *correlate.Objects
+		err  error
+	}
+	var tasks []func() result
+	// explain reads only its Service's objects and chains where that gives
+	// the same answer (targeted.go): the dumps wait for the objects then.
+	only := o.targetService()
+	objectTasks := make([]func() (*correlate.Objects, error), len(o.Objects))
+	for i, name := range o.Objects {
+		objectTasks[i] = sync.OnceValues(func() (*correlate.Objects, error) {
+			return readInput(o, input.KindObjects, name, func(r io.Reader, source string) (*correlate.Objects, error) {
+				if only != nil {
+					return correlate.ReadServiceObjects(r, source, *only)
+				}
+				return correlate.ReadObjects(r, source)
+			})
 		})
-		if err != nil {
-			return nil, err
+	}
+	allObjects := sync.OnceValue(func() *correlate.Objects {
+		all := &correlate.Objects{}
+		for _, read := range objectTasks {
+			objs, err := read()
+			if err != nil {
+				return nil // reported by the objects' own task
+			}
+			all.Add(objs)
 		}
+		return all
+	})
+	for _, name := range o.Dumps {
+		tasks = append(tasks, func() result {
+			read := o.readOptions().Read
+			if only != nil {
+				read = func(r io.Reader, source string) (*input.Input, error) {
+					return readTargeted(r, source, o.readOptions(), allObjects)
+				}
+			}
+			in, err := readInput(o, input.KindRuleset, name, read)
+			return result{in: in, err: err}
+		})
 	}
 	for _, name := range o.Metrics {
-		err := o.readInput("--from-metrics", input.KindMetrics, name, func(r io.Reader, src string) error {
-			m, err := metrics.Parse(r, src)
-			if err == nil {
-				l.Metrics = append(l.Metrics, m)
-			}
-			return err
+		tasks = append(tasks, func() result {
+			m, err := readInput(o, input.KindMetrics, name, metrics.Parse)
+			return result{m: m, err: err}
 		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	for _, name := range o.Config {
-		err := o.readInput("--from-config", input.KindConfig, name, func(r io.Reader, src string) error {
-			cfg, err := kpconfig.Parse(r, src)
-			if err == nil {
-				l.Config = cfg // the last one wins
-			}
-			return err
+		tasks = append(tasks, func() result {
+			cfg, err := readInput(o, input.KindConfig, name, kpconfig.Parse)
+			return result{cfg: cfg, err: err}
 		})
-		if err != nil {
-			return nil, err
+	}
+	for _, read := range objectTasks {
+		tasks = append(tasks, func() result {
+			objs, err := read()
+			if err == nil && len(objectTasks) == 1 {
+				objs.ServicePorts() // joined here, while the dumps parse
+			}
+			return result{objs: objs, err: err}
+		})
+	}
+	results := make([]result, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = task()
+		}()
+	}
+	wg.Wait()
+
+	l := &Loaded{Ruleset: &inspect.Ruleset{}}
+	var dumpMetrics, fileMetrics []*metrics.Metrics
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			return nil, r.err
+		case r.in != nil:
+			if r.in.Ruleset != nil {
+				l.Ruleset.Merge(r.in.Ruleset)
+			}
+			if r.in.Metrics != nil {
+				dumpMetrics = append(dumpMetrics, r.in.Metrics)
+			}
+		case r.m != nil:
+			fileMetrics = append(fileMetrics, r.m)
+		case r.cfg != nil:
+			l.Config = r.cfg // the last one wins
+		case r.objs != nil:
+			switch {
+			case len(objectTasks) == 1:
+				l.Objects = r.objs // with its service ports
+			case l.Objects == nil:
+				l.Objects = &correlate.Objects{}
+				fallthrough
+			default:
+				l.Objects.Add(r.objs)
+			}
 		}
 	}
-	if len(o.Objects) > 0 {
-		objs, err := o.readObjects()
-		if err != nil {
-			return nil, err
-		}
-		l.Objects = objs
-	}
+	l.Metrics = append(dumpMetrics, fileMetrics...)
 	if l.Config == nil && l.Objects != nil {
 		l.Config = configFromObjects(l.Objects)
 	}
@@ -617,6 +676,27 @@ func (o *InputOptions) load() (*Loaded, error) {
 		return nil, fmt.Errorf("the inputs hold no ruleset (only metrics?): pass an iptables-save or nft dump with --from-dump")
 	}
 	return l, nil
+}
+
+// readInput opens name and reads it with read, after checking that it
+// holds what its flag reads (want): a file given to the wrong flag says
+// which flag reads it ("objects.json: this file is an iptables dump
+// (iptables-save): pass it with --from-dump").
+func readInput[T any](o *InputOptions, want input.Kind, name string, read func(io.Reader, string) (T, error)) (T, error) {
+	var zero T
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		return zero, fmt.Errorf("%s is a directory: pass a bundle's folder with --from-bundle, and files with %s", name, want.Flag())
+	}
+	rc, src, err := o.open(name)
+	if err != nil {
+		return zero, err
+	}
+	defer rc.Close()
+	r, err := input.Expect(rc, src, want)
+	if err != nil {
+		return zero, err
+	}
+	return read(r, src)
 }
 
 // configFromObjects reads kube-proxy's configuration from the kube-system

@@ -121,6 +121,7 @@ type jsonParser struct {
 	// parsed; a tree lives only until the next parse, so it is reused
 	arena []jsonValue
 	err   error
+	short bool
 }
 
 func (p *jsonParser) parse(s string) (jsonValue, error) {
@@ -139,8 +140,21 @@ func (p *jsonParser) parse(s string) (jsonValue, error) {
 func (p *jsonParser) fail(what string) {
 	if p.err == nil {
 		p.err = fmt.Errorf("offset %d: %s", p.i, what)
+		// short: the value may just go on past the data at hand
+		p.short = p.i >= len(p.s) || what == "bad literal" && len(p.s)-p.i < len("false")
 	}
 	p.i = len(p.s)
+}
+
+// parsePrefix parses the value at the start of s, which may go on after
+// it: the value and the bytes it took, or short when s ends inside it.
+func (p *jsonParser) parsePrefix(s string) (v jsonValue, n int, short bool, err error) {
+	p.s, p.i, p.depth, p.err, p.short = s, 0, 0, nil, false
+	p.stack = p.stack[:0]
+	clear(p.arena)
+	p.arena = p.arena[:0]
+	v = p.value()
+	return v, p.i, p.short, p.err
 }
 
 func (p *jsonParser) space() {
@@ -204,12 +218,19 @@ func (p *jsonParser) literal(word string, kind byte) jsonValue {
 // p.stack and then moved into the arena.
 func (p *jsonParser) container(open byte) jsonValue {
 	var v jsonValue
-	p.depth++
-	defer func() { p.depth-- }()
-	if p.depth > jsonMaxDepth {
+	if p.depth >= jsonMaxDepth {
 		p.fail("nesting too deep")
 		return v
 	}
+	p.depth++
+	v = p.members(open)
+	p.depth--
+	return v
+}
+
+// members parses the members of the container opening at p.i.
+func (p *jsonParser) members(open byte) jsonValue {
+	var v jsonValue
 	isObj := open == '{'
 	closer := byte(']')
 	v.kind = 'a'
@@ -281,6 +302,9 @@ func (p *jsonParser) string() string {
 	start := p.i + 1
 	j := start
 	esc := false
+	for j < len(p.s) && p.s[j] != '"' && p.s[j] != '\\' {
+		j++ // the plain part, in a tight loop
+	}
 	for j < len(p.s) {
 		c := p.s[j]
 		if c == '"' {
@@ -412,6 +436,11 @@ func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 			}
 			st.pos++
 		}
+		if v, ok := st.object(p); ok {
+			b.jsonObject(&v, w, i)
+			continue
+		}
+		// Not a whole object: frame it on its own, for the error it has.
 		raw, err := st.value()
 		if err == nil && len(raw) == 0 {
 			err = errors.New("expected a value")
@@ -429,6 +458,26 @@ func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 	}
 }
 
+// object parses the object at pos straight from the read buffer, in one
+// pass (the strings of the tree point into the buffer, which is never
+// written again once read: fill moves on to a new one). ok is false, and
+// nothing consumed, when it is not a well-formed object.
+func (st *jsonStream) object(p *jsonParser) (jsonValue, bool) {
+	if c, err := st.peek(); err != nil || c != '{' {
+		return jsonValue{}, false
+	}
+	for {
+		v, n, short, err := p.parsePrefix(unsafe.String(&st.buf[st.pos], len(st.buf)-st.pos))
+		if err == nil {
+			st.pos += n
+			return v, true
+		}
+		if !short || !st.fill(st.pos) {
+			return jsonValue{}, false
+		}
+	}
+}
+
 // jsonStream frames a JSON stream: it returns each value as a fresh
 // byte slice, reading r as needed, without holding more than the current
 // value (and a read buffer) in memory.
@@ -443,21 +492,19 @@ type jsonStream struct {
 
 const jsonReadSize = 256 << 10
 
-// fill reads more input, keeping buf[keep:].
+// fill reads more input, keeping buf[keep:]. What was read is never
+// written again (object's trees point into it): keeping moves the rest to
+// a new buffer.
 func (st *jsonStream) fill(keep int) bool {
 	if st.eof {
 		return false
 	}
-	if keep > 0 {
-		n := copy(st.buf, st.buf[keep:])
-		st.buf = st.buf[:n]
+	if rest := len(st.buf) - keep; keep > 0 || cap(st.buf)-len(st.buf) < jsonReadSize/2 {
+		nb := make([]byte, rest, max(2*rest, jsonReadSize)+jsonReadSize)
+		copy(nb, st.buf[keep:])
+		st.buf = nb
 		st.pos -= keep
 		st.base += int64(keep)
-	}
-	if cap(st.buf)-len(st.buf) < jsonReadSize/2 {
-		nb := make([]byte, len(st.buf), 2*len(st.buf)+jsonReadSize)
-		copy(nb, st.buf)
-		st.buf = nb
 	}
 	n, err := st.r.Read(st.buf[len(st.buf):cap(st.buf)])
 	st.buf = st.buf[:len(st.buf)+n]
@@ -511,6 +558,13 @@ func (st *jsonStream) value() ([]byte, error) {
 		for ; i < len(st.buf); i++ {
 			c := st.buf[i]
 			if inStr {
+				if !esc {
+					// a tight loop to the next quote or backslash
+					for c != '"' && c != '\\' && i+1 < len(st.buf) {
+						i++
+						c = st.buf[i]
+					}
+				}
 				switch {
 				case esc:
 					esc = false
@@ -661,9 +715,12 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 			return
 		}
 		t := b.jsonTable(v.fieldStr("family"), table)
-		c := t.Chain(chain)
-		if c == nil {
-			c = t.EnsureChain(strings.Clone(chain))
+		c := b.lastChain // b.table keeps it for the same table
+		if c == nil || c.Name != chain {
+			if c = t.Chain(chain); c == nil {
+				c = t.EnsureChain(strings.Clone(chain))
+			}
+			b.lastChain = c
 		}
 		w.family = string(t.Family)
 		text := w.rule(v.get("expr").items())

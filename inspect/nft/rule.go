@@ -714,6 +714,25 @@ func needsNormalize(s string) bool {
 	if c := s[len(s)-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
 		return true
 	}
+	// Up to the first quote no state is needed (the last byte is no
+	// space, so s[i+1] exists after one).
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			return needsNormalizeQuoted(s)
+		case '\t', '\r', '\n':
+			return true
+		case ' ':
+			if s[i+1] == ' ' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// needsNormalizeQuoted is needsNormalize for text with quoted strings.
+func needsNormalizeQuoted(s string) bool {
 	inQ := false
 	prevSpace := false
 	for i := 0; i < len(s); i++ {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -36,12 +37,14 @@ type builder struct {
 	// noIPTables keeps every table an NFTTable (knftables dumps are never
 	// iptables-nft's).
 	noIPTables bool
-	// raw holds the rules read so far, per chain; finish turns them into
-	// NFTRules or IPRules.
-	raw      map[*inspect.NFTChain][]rawRule
-	curChain *inspect.NFTChain
-	curRules []rawRule
-	toks     []string // token buffer reused by materialize
+	// raw holds the rules read so far; finish turns them into NFTRules or
+	// IPRules.
+	raw ruleStore
+	// lastTable/lastChain cache the chain the last rule went to (JSON
+	// names it with every rule).
+	lastTable *inspect.NFTTable
+	lastChain *inspect.NFTChain
+	lastKey   tableKey // of lastTable
 }
 
 func newNFTBuilder(source string, format inspect.Format) *builder {
@@ -65,7 +68,11 @@ func (b *builder) warn(format string, args ...any) {
 // table returns the table with that family and name, adding it when missing.
 func (b *builder) table(family knftables.Family, name string) *inspect.NFTTable {
 	k := tableKey{family, name}
+	if b.lastTable != nil && b.lastKey == k {
+		return b.lastTable
+	}
 	if t := b.byKey[k]; t != nil {
+		b.lastTable, b.lastKey, b.lastChain = t, k, nil
 		return t
 	}
 	t := inspect.NewNFTTable(family, name)
@@ -73,6 +80,7 @@ func (b *builder) table(family knftables.Family, name string) *inspect.NFTTable 
 	t.Format = b.dump.Format
 	b.byKey[k] = t
 	b.tables = append(b.tables, t)
+	b.lastTable, b.lastKey, b.lastChain = t, k, nil
 	return t
 }
 
@@ -97,69 +105,105 @@ func (b *builder) addRule(c *inspect.NFTChain, text string, comment *string, spl
 	if split {
 		text, comment = splitComment(text)
 	}
-	if b.raw == nil {
-		b.raw = map[*inspect.NFTChain][]rawRule{}
-	}
-	// rules of one chain come one after the other: keep the current
-	// chain's list at hand and store it in the map when the chain changes
-	if c != b.curChain {
-		b.flushCur()
-		b.curChain, b.curRules = c, b.raw[c]
-	}
-	b.curRules = append(b.curRules, rawRule{text: text, comment: comment, handle: handle, line: line})
+	b.raw.add(c, rawRule{text: text, comment: comment, handle: handle, line: line})
 }
 
-func (b *builder) flushCur() {
-	if b.curChain != nil {
-		b.raw[b.curChain] = b.curRules
-		b.curChain, b.curRules = nil, nil
-	}
+// ruleStore holds the rules read, in order, as runs of one chain's rules:
+// every format lists a chain's rules one after the other, so a rule costs
+// an append, not a map update.
+type ruleStore struct {
+	rules []rawRule
+	runs  []ruleRun
+	// before counts the rules of chains whose run ended, for count.
+	before map[*inspect.NFTChain]int
 }
 
-// rulesOf returns the rules recorded for c so far.
-func (b *builder) rulesOf(c *inspect.NFTChain) []rawRule {
-	if c == b.curChain {
-		return b.curRules
-	}
-	return b.raw[c]
+type ruleRun struct {
+	chain    *inspect.NFTChain
+	from, to int // rules[from:to]
 }
 
-// materialize turns the rules recorded for t into NFTRules with their Info.
-func (b *builder) materialize(t *inspect.NFTTable) {
-	for _, c := range t.Chains {
-		raw := b.raw[c]
-		if len(raw) == 0 {
-			continue
+func (s *ruleStore) add(c *inspect.NFTChain, r rawRule) {
+	if n := len(s.runs); n == 0 || s.runs[n-1].chain != c {
+		if n > 0 {
+			last := s.runs[n-1]
+			if s.before == nil {
+				s.before = map[*inspect.NFTChain]int{}
+			}
+			s.before[last.chain] += last.to - last.from
 		}
-		rules := make([]inspect.NFTRule, len(raw))
-		ptrs := make([]*inspect.NFTRule, len(raw))
-		for i, rr := range raw {
-			r := &rules[i]
+		s.runs = append(s.runs, ruleRun{c, len(s.rules), len(s.rules)})
+	}
+	s.rules = append(s.rules, r)
+	s.runs[len(s.runs)-1].to++
+}
+
+// count is how many rules c has so far.
+func (s *ruleStore) count(c *inspect.NFTChain) int {
+	n := s.before[c]
+	if k := len(s.runs); k > 0 && s.runs[k-1].chain == c {
+		n += s.runs[k-1].to - s.runs[k-1].from
+	}
+	return n
+}
+
+// of calls fn with the runs of t's chains, in the order read.
+func (s *ruleStore) of(t *inspect.NFTTable, fn func(c *inspect.NFTChain, rules []rawRule)) {
+	for _, run := range s.runs {
+		if run.chain.Table == t.Name && run.chain.Family == t.Family {
+			fn(run.chain, s.rules[run.from:run.to])
+		}
+	}
+}
+
+// materialize turns the rules recorded for t into NFTRules with their Info,
+// all in one array.
+func (b *builder) materialize(t *inspect.NFTTable) {
+	n := 0
+	b.raw.of(t, func(_ *inspect.NFTChain, rules []rawRule) { n += len(rules) })
+	if n == 0 {
+		return
+	}
+	rules := make([]inspect.NFTRule, n)
+	ptrs := make([]*inspect.NFTRule, n)
+	texts := make([]string, 0, n)
+	k := 0
+	b.raw.of(t, func(c *inspect.NFTChain, raw []rawRule) {
+		from := k
+		for _, rr := range raw {
+			r := &rules[k]
 			r.Rule = knftables.Rule{Family: t.Family, Table: t.Name, Chain: c.Name, Rule: rr.text, Comment: rr.comment, Handle: rr.handle}
 			r.Line = rr.line
-			b.toks = analyzeInto(&r.Info, rr.text, b.toks)
-			ptrs[i] = r
+			texts = append(texts, rr.text)
+			ptrs[k] = r
+			k++
 		}
-		c.Rules = append(c.Rules, ptrs...)
-		delete(b.raw, c)
-	}
+		if c.Rules == nil {
+			c.Rules = ptrs[from:k:k]
+		} else {
+			c.Rules = append(c.Rules, ptrs[from:k]...)
+		}
+	})
+	toks := make([][]string, runtime.GOMAXPROCS(0))
+	forChunks(n, func(w, from, to int) {
+		for i := from; i < to; i++ {
+			toks[w] = analyzeInto(&rules[i].Info, texts[i], toks[w])
+		}
+	})
 }
 
 // finish converts iptables-nft tables and returns the result.
 func (b *builder) finish() *inspect.Ruleset {
-	if b.raw != nil {
-		b.flushCur()
-	}
 	rs := &inspect.Ruleset{}
 	d := b.dump
 	for _, t := range b.tables {
 		k := tableKey{t.Family, t.Name}
-		if !b.noIPTables && isIPTablesNFT(t, b.raw, b.iptWarned[k]) {
-			it := toIPTable(t, b.raw)
+		if !b.noIPTables && isIPTablesNFT(t, &b.raw, b.iptWarned[k]) {
+			it := toIPTable(t, &b.raw)
 			rs.IPTables = append(rs.IPTables, it)
 			d.Backend = kubeproxy.BackendNFT
 			d.Rules += it.RuleCount()
-			if b.dump.Format == inspect.FormatNFTJSON && hasXT(t, b.raw) {
+			if b.dump.Format == inspect.FormatNFTJSON && hasXT(t, &b.raw) {
 				d.Warnings = append(d.Warnings, fmt.Sprintf(
 					"table %s %s is managed by iptables-nft: nft -j shows its xtables matches and targets without arguments (probabilities, DNAT destinations, marks are unknown); read it with iptables-nft-save or `nft list table %s %s` instead",
 					t.Family, t.Name, t.Family, t.Name))
@@ -396,6 +440,9 @@ func commentStart(s string) int {
 
 // braceBalance counts '{' minus '}' outside double quotes.
 func braceBalance(s string) int {
+	if strings.IndexByte(s, '{') < 0 && strings.IndexByte(s, '}') < 0 {
+		return 0 // most lines: no scan for quotes
+	}
 	n := 0
 	inQ := false
 	for i := 0; i < len(s); i++ {
@@ -587,7 +634,7 @@ func (p *textParser) inChain(line string, handle *int) {
 		p.chain = nil
 		return
 	}
-	if len(p.b.rulesOf(c)) == 0 && (strings.HasPrefix(line, "type ") || strings.HasPrefix(line, "comment ") ||
+	if p.b.raw.count(c) == 0 && (strings.HasPrefix(line, "type ") || strings.HasPrefix(line, "comment ") ||
 		strings.HasPrefix(line, "policy ") || strings.HasPrefix(line, "devices ")) {
 		toks := tokenize(line)
 		if toks[0] == "type" && containsToken(toks, "hook") {

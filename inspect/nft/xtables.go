@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,7 @@ var iptablesTableNames = map[string]bool{"nat": true, "filter": true, "mangle": 
 // isIPTablesNFT reports whether t is a table of iptables-nft: family ip
 // or ip6, an iptables table name, and either nft's "managed by iptables-nft"
 // warning, a KUBE-* chain, or an xtables expression.
-func isIPTablesNFT(t *inspect.NFTTable, raw map[*inspect.NFTChain][]rawRule, warned bool) bool {
+func isIPTablesNFT(t *inspect.NFTTable, raw *ruleStore, warned bool) bool {
 	if t.Family != knftables.IPv4Family && t.Family != knftables.IPv6Family {
 		return false
 	}
@@ -53,15 +54,14 @@ func isIPTablesNFT(t *inspect.NFTTable, raw map[*inspect.NFTChain][]rawRule, war
 }
 
 // hasXT reports whether any rule of t uses an xtables expression.
-func hasXT(t *inspect.NFTTable, raw map[*inspect.NFTChain][]rawRule) bool {
-	for _, c := range t.Chains {
-		for _, r := range raw[c] {
-			if ruleHasXT(r.text) {
-				return true
-			}
+func hasXT(t *inspect.NFTTable, raw *ruleStore) bool {
+	found := false
+	raw.of(t, func(_ *inspect.NFTChain, rules []rawRule) {
+		for _, r := range rules {
+			found = found || ruleHasXT(r.text)
 		}
-	}
-	return false
+	})
+	return found
 }
 
 // ruleHasXT reports whether rule text holds an xtables expression
@@ -77,7 +77,7 @@ func ruleHasXT(text string) bool {
 
 // toIPTable converts an iptables-nft table read through nft into the
 // iptables model.
-func toIPTable(t *inspect.NFTTable, raw map[*inspect.NFTChain][]rawRule) *inspect.IPTable {
+func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 	fam := kubeproxy.IPv4
 	if t.Family == knftables.IPv6Family {
 		fam = kubeproxy.IPv6
@@ -95,6 +95,7 @@ func toIPTable(t *inspect.NFTTable, raw map[*inspect.NFTChain][]rawRule) *inspec
 		ic.Policy = "ACCEPT"
 		builtin[name] = ic
 	}
+	chains := make(map[*inspect.NFTChain]*inspect.IPChain, len(t.Chains))
 	for _, c := range t.Chains {
 		// chain names are unique within an nft table: only the built-in
 		// chains added above can already exist
@@ -108,24 +109,41 @@ func toIPTable(t *inspect.NFTTable, raw map[*inspect.NFTChain][]rawRule) *inspec
 				ic.Policy = strings.ToUpper(string(*c.Policy))
 			}
 		}
-		rr := raw[c]
-		if len(rr) == 0 {
-			continue
+		chains[c] = ic
+	}
+	n := 0
+	raw.of(t, func(_ *inspect.NFTChain, rr []rawRule) { n += len(rr) })
+	rules := make([]inspect.IPRule, n)
+	ptrs := make([]*inspect.IPRule, n)
+	all := make([]rawRule, 0, n)
+	k := 0
+	raw.of(t, func(c *inspect.NFTChain, rr []rawRule) {
+		ic := chains[c]
+		from := k
+		for range rr {
+			ptrs[k] = &rules[k]
+			k++
 		}
-		rules := make([]inspect.IPRule, len(rr))
-		ic.Rules = make([]*inspect.IPRule, len(rr))
-		var toks []string
-		for i, r := range rr {
-			toks = appendTokens(toks[:0], r.text)
-			fillIPRule(&rules[i], r.text, toks, fam, r.line)
+		all = append(all, rr...)
+		if ic.Rules == nil {
+			ic.Rules = ptrs[from:k:k]
+		} else {
+			ic.Rules = append(ic.Rules, ptrs[from:k]...)
+		}
+	})
+	toks := make([][]string, runtime.GOMAXPROCS(0))
+	forChunks(n, func(w, from, to int) {
+		for i := from; i < to; i++ {
+			r := all[i]
+			toks[w] = appendTokens(toks[w][:0], r.text)
+			fillIPRule(&rules[i], r.text, toks[w], fam, r.line)
 			if r.comment != nil {
 				// iptables-nft keeps comments out of nft's view; one nft
 				// shows belongs to the rule all the same.
 				rules[i].Comment = *r.comment
 			}
-			ic.Rules[i] = &rules[i]
 		}
-	}
+	})
 	return it
 }
 

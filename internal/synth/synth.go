@@ -8,11 +8,16 @@ package synth
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 )
@@ -31,32 +36,52 @@ func (c Cluster) podIP(i, j int) string {
 }
 func (c Cluster) name(i int) string { return fmt.Sprintf("svc-%05d", i) }
 
-// Objects returns the Services and EndpointSlices.
+// Objects returns the Services and EndpointSlices, with the metadata,
+// conditions, target references and topology the API server fills in.
 func (c Cluster) Objects() *correlate.Objects {
 	objs := &correlate.Objects{}
 	tcp := corev1.ProtocolTCP
 	portName := "http"
 	port := int32(8080)
+	yes, no := true, false
+	created := metav1.NewTime(time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC))
+	cluster, single := corev1.ServiceInternalTrafficPolicyCluster, corev1.IPFamilyPolicySingleStack
 	for i := 0; i < c.Services; i++ {
+		name := c.name(i)
 		objs.Services = append(objs.Services, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: c.name(i)},
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(uid(1, i)), ResourceVersion: fmt.Sprint(1000 + i),
+				CreationTimestamp: created, Labels: map[string]string{"app": name}},
 			Spec: corev1.ServiceSpec{
-				Type: corev1.ServiceTypeClusterIP, ClusterIP: c.clusterIP(i), ClusterIPs: []string{c.clusterIP(i)},
-				Ports: []corev1.ServicePort{{Name: portName, Protocol: tcp, Port: 80}},
+				Type: corev1.ServiceTypeClusterIP, ClusterIP: c.clusterIP(i), ClusterIPs: []string{c.clusterIP(i)}, SessionAffinity: corev1.ServiceAffinityNone,
+				Ports:                 []corev1.ServicePort{{Name: portName, Protocol: tcp, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+				Selector:              map[string]string{"app": name},
+				InternalTrafficPolicy: &cluster, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: &single,
 			},
 		})
 		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Namespace: "bench", Name: c.name(i) + "-abcde", Labels: map[string]string{discoveryv1.LabelServiceName: c.name(i)}},
+			TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name + "-abcde", GenerateName: name + "-", Generation: 1,
+				UID: types.UID(uid(2, i)), ResourceVersion: fmt.Sprint(20000 + i), CreationTimestamp: created,
+				Labels:          map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+				Annotations:     map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-29T06:00:00Z"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: types.UID(uid(1, i)), Controller: &yes, BlockOwnerDeletion: &yes}},
+			},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Protocol: &tcp, Port: &port}},
 		}
 		for j := 0; j < c.Endpoints; j++ {
-			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{c.podIP(i, j)}})
+			node := c.nodeOf(i, j)
+			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{c.podIP(i, j)}, NodeName: &node,
+				Conditions: discoveryv1.EndpointConditions{Ready: &yes, Serving: &yes, Terminating: &no},
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "bench", Name: c.podName(i, j), UID: types.UID(uid(3, i*c.Endpoints+j))}})
 		}
 		objs.EndpointSlices = append(objs.EndpointSlices, slice)
 	}
 	return objs
 }
+
+func (c Cluster) podName(i, j int) string { return fmt.Sprintf("%s-%05x", c.name(i), j*7919%0xfffff) }
 
 // WriteIPTablesSave writes the nat table as iptables-nft-save prints it.
 func (c Cluster) WriteIPTablesSave(w io.Writer) error {
@@ -126,4 +151,77 @@ func (c Cluster) WriteIPTablesSave(w io.Writer) error {
 	}
 	b.WriteString("COMMIT\n# Completed on Sun Nov 29 07:00:00 2026\n")
 	return flush()
+}
+
+// Files are the inputs of a generated node written to a folder.
+type Files struct {
+	IPTablesSave string // iptables-nft-save of the nat table
+	Objects      string // kubectl get services,endpointslices -A -o json
+	NFTJSON      string // nft -j list ruleset (nftables mode)
+	NFTText      string // nft list ruleset (nftables mode)
+	Metrics      string // kube-proxy's /metrics (iptables mode)
+}
+
+// WriteFiles writes every input of the cluster into dir.
+func (c Cluster) WriteFiles(dir string) (Files, error) {
+	f := Files{
+		IPTablesSave: filepath.Join(dir, "iptables-save.txt"), Objects: filepath.Join(dir, "objects.json"),
+		NFTJSON: filepath.Join(dir, "ruleset.json"), NFTText: filepath.Join(dir, "ruleset.txt"), Metrics: filepath.Join(dir, "metrics.txt"),
+	}
+	for path, write := range map[string]func(io.Writer) error{
+		f.IPTablesSave: c.WriteIPTablesSave, f.Objects: c.WriteObjectsJSON, f.NFTJSON: c.WriteNFTJSON, f.NFTText: c.WriteNFTText, f.Metrics: c.WriteMetrics,
+	} {
+		out, err := os.Create(path)
+		if err != nil {
+			return f, err
+		}
+		err = write(out)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return f, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return f, nil
+}
+
+// WriteMetrics writes kube-proxy's /metrics (iptables mode, IPv4) as they
+// read right after the sync that wrote WriteIPTablesSave's rules.
+func (c Cluster) WriteMetrics(w io.Writer) error {
+	// kube-proxy counts the rules it writes in its own chains:
+	// KUBE-SERVICES (one per service and the nodeports jump), the fixed
+	// KUBE-MARK-MASQ and KUBE-POSTROUTING rules, and per service the
+	// masquerade rule, the endpoint jumps and two rules per endpoint.
+	nat := c.Services + 1 + 1 + 3 + c.Services*(1+3*c.Endpoints)
+	_, err := fmt.Fprintf(w, `# HELP kubeproxy_sync_proxy_rules_iptables_total [ALPHA] Total number of iptables rules owned by kube-proxy
+# TYPE kubeproxy_sync_proxy_rules_iptables_total gauge
+kubeproxy_sync_proxy_rules_iptables_total{ip_family="IPv4",table="filter"} 0
+kubeproxy_sync_proxy_rules_iptables_total{ip_family="IPv4",table="nat"} %[1]d
+# HELP kubeproxy_sync_proxy_rules_iptables_last [ALPHA] Number of iptables rules written by kube-proxy in last sync
+# TYPE kubeproxy_sync_proxy_rules_iptables_last gauge
+kubeproxy_sync_proxy_rules_iptables_last{ip_family="IPv4",table="filter"} 0
+kubeproxy_sync_proxy_rules_iptables_last{ip_family="IPv4",table="nat"} %[1]d
+# HELP kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds [ALPHA] The last time a sync of proxy rules was queued
+# TYPE kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds gauge
+kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1.7959392e+09
+# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds [ALPHA] The last time proxy rules were successfully synced
+# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge
+kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1.795939202e+09
+# HELP kubeproxy_sync_proxy_rules_duration_seconds [ALPHA] SyncProxyRules latency in seconds
+# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram
+kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="+Inf"} 1
+kubeproxy_sync_proxy_rules_duration_seconds_sum{ip_family="IPv4"} 2.1
+kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"} 1
+# HELP kubeproxy_sync_proxy_rules_endpoint_changes_pending [ALPHA] Pending proxy rules Endpoint changes
+# TYPE kubeproxy_sync_proxy_rules_endpoint_changes_pending gauge
+kubeproxy_sync_proxy_rules_endpoint_changes_pending 0
+# HELP kubeproxy_sync_proxy_rules_service_changes_pending [ALPHA] Pending proxy rules Service changes
+# TYPE kubeproxy_sync_proxy_rules_service_changes_pending gauge
+kubeproxy_sync_proxy_rules_service_changes_pending 0
+# HELP kubeproxy_sync_proxy_rules_iptables_restore_failures_total [ALPHA] Cumulative proxy iptables restore failures
+# TYPE kubeproxy_sync_proxy_rules_iptables_restore_failures_total counter
+kubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family="IPv4"} 0
+`, nat)
+	return err
 }

@@ -1,0 +1,22 @@
+package correlate
+
+import (
+	"bytes"
+	"io"
+)
+
+// ReadObjectsGeneric reads objects with the generic decoder only, for the
+// benchmarks' comparison.
+func ReadObjectsGeneric(r io.Reader, source string) (*Objects, error) {
+	data, err := readAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return decodeGeneric(bytes.NewReader(data), source)
+}
+
+// DecodeFast is the fast objects decoder alone, for its benchmark.
+func DecodeFast(data []byte) (*Objects, bool) {
+	o, _, ok := decodeFast(data, nil)
+	return o, ok
+}
