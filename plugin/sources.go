@@ -593,6 +593,7 @@ func (o *InputOptions) load() (*Loaded, error) {
 			}
 			all.Add(objs)
 		}
+		all.Warm() // several dumps filter against it at once
 		return all
 	})
 	for _, name := range o.Dumps {
