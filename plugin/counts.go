@@ -23,13 +23,16 @@ const countsExample = `  # kube-proxy's rule-count metrics against the rules rea
   %[1]s counts --from-dump iptables-save.txt --from-metrics metrics.txt --from-objects objects.json
 
   # Judge sync ages as of when the metrics were saved
-  %[1]s counts --from-dump v4.txt --from-metrics metrics.txt --at 2026-11-29T03:12:00Z -o json`
+  %[1]s counts --from-dump v4.txt --from-metrics metrics.txt --at 2026-11-29T03:12:00Z -o json
+
+  # Rule-count drift and failed syncs on three nodes
+  %[1]s counts --node node-3 --node node-7 --node node-9`
 
 // NewCmdCounts builds `counts`.
 func NewCmdCounts(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &CountsOptions{analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
-		Use:   "counts (--node NAME | --from-bundle DIR | --from-dump FILE --from-metrics FILE [--from-objects FILE])",
+		Use:   "counts (--node NAME... | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE --from-metrics FILE [--from-objects FILE])",
 		Short: "Compare kube-proxy's rule-count metrics with the rules really in the dump",
 		Long: `Compare kube-proxy's own rule counts (kubeproxy_sync_proxy_rules_iptables_total
 and _last, per table and IP family) with the rules in the dump, counted exactly
@@ -43,7 +46,7 @@ nftables mode has no rule-count metric; counts says so.
 
 Use it when kube-proxy looks alive but the rules look wrong or old.
 
-` + exitStatusHelp,
+` + sweepHelp + exitStatusHelp,
 		Example: fmt.Sprintf(countsExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),

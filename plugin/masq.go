@@ -20,13 +20,16 @@ const masqExample = `  # The masquerade mark kube-proxy programmed, and what els
 
   # ... checked against kube-proxy's configuration
   kubectl get configmap -n kube-system kube-proxy -o yaml > kube-proxy-cm.yaml
-  %[1]s masq --from-dump ruleset.json --from-config kube-proxy-cm.yaml -o json`
+  %[1]s masq --from-dump ruleset.json --from-config kube-proxy-cm.yaml -o json
+
+  # The mark on every node (a node that differs stands out)
+  %[1]s masq --all-nodes`
 
 // NewCmdMasq builds `masq`.
 func NewCmdMasq(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &MasqOptions{analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
-		Use:   "masq (--node NAME | --from-bundle DIR | --from-dump FILE [--from-config FILE])",
+		Use:   "masq (--node NAME... | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE [--from-config FILE])",
 		Short: "Check kube-proxy's masquerade mark: bit, rules, --random-fully, clashes with other marks",
 		Long: `Check the masquerade (SNAT) mark kube-proxy programmed: the bit and mark as set
 (KUBE-MARK-MASQ, or nftables' inline "mark set") and as tested and cleared
@@ -40,7 +43,7 @@ masqueradeBit. Marks are compared numerically (0x4000 = 0x00004000).
 Use it when replies to Service traffic go missing or come back from the wrong
 source address, typically after installing another CNI or network agent.
 
-` + exitStatusHelp,
+` + sweepHelp + exitStatusHelp,
 		Example: fmt.Sprintf(masqExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),

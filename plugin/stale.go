@@ -27,13 +27,16 @@ const staleExample = `  # Chains and map entries no current Service owns, and wh
   %[1]s stale --from-dump iptables-save.txt --from-objects objects.json --node ip-10-0-1-7
 
   # nftables mode, as JSON
-  %[1]s stale --from-dump ruleset.json --from-objects objects.json -o json`
+  %[1]s stale --from-dump ruleset.json --from-objects objects.json -o json
+
+  # Stale chains on every node
+  %[1]s stale --all-nodes`
 
 // NewCmdStale builds `stale`.
 func NewCmdStale(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &StaleOptions{analysisOptions: analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
-		Use:   "stale (--node NAME | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
+		Use:   "stale (--node NAME... | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "List kube-proxy chains and map entries that no current Service or endpoint owns",
 		Long: `List the kube-proxy chains (and nftables map and set elements) that no current
 Service or endpoint owns, with their former owner where it can be recovered
@@ -46,7 +49,7 @@ the kubelet's KUBE-MARK-DROP) are listed too.
 
 Use it when a dump shows chains you cannot place, or after deleting Services.
 
-` + exitStatusHelp,
+` + sweepHelp + exitStatusHelp,
 		Example: fmt.Sprintf(staleExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),

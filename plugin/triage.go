@@ -23,6 +23,20 @@ const (
 	ExitIncomplete  = 3 // ran, found nothing wrong, but could not check everything
 )
 
+// sweepHelp is in the help of every command that sweeps.
+const sweepHelp = `With --all-nodes, --node-selector LABELS or --node repeated, it sweeps: one
+short-lived debug pod per node, --parallel at a time (5 by default), the
+Services, EndpointSlices, Nodes and kube-proxy pods listed once for the whole
+sweep. The text is a table of the nodes, worst first, and the findings
+grouped by cause across nodes; -o json|yaml is a List of each node's report
+(as the command prints it for that node alone), streamed as nodes finish,
+and a summary. A node that cannot be read (not ready, no kube-proxy, refused)
+is reported and the sweep goes on. --from-bundle of a folder written by
+collect --all-nodes sweeps its nodes offline. The exit status is that of the
+whole sweep; 3 when some node could not be read.
+
+`
+
 // exitStatusHelp ends the help of every command that judges.
 const exitStatusHelp = `Exit status: 0 healthy (nothing wrong, everything checked), 2 problems found
 (errors or warnings; notes do not count), 3 incomplete (nothing wrong in what
@@ -62,13 +76,19 @@ const triageExample = `  # Everything about one node, most severe first (read li
       --from-objects objects.json --from-metrics metrics.txt --from-config kube-proxy-cm.yaml --node ip-10-0-1-7
 
   # In a script: 0 healthy, 2 problems found, 3 incomplete, 1 could not run
-  %[1]s triage --from-dump ruleset.json --from-objects objects.json -o json > report.json; echo $?`
+  %[1]s triage --from-dump ruleset.json --from-objects objects.json -o json > report.json; echo $?
+
+  # Which nodes are affected? Every node, 10 at a time
+  %[1]s triage --all-nodes --parallel 10
+
+  # The workers of one zone, as a List of reports
+  %[1]s triage --node-selector node-role.kubernetes.io/worker=,topology.kubernetes.io/zone=eu-1a -o json`
 
 // NewCmdTriage builds `triage`.
 func NewCmdTriage(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &TriageOptions{analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
-		Use:   "triage (--node NAME | --from-bundle DIR | --from-dump FILE [--from-objects FILE] [--from-metrics FILE] [--from-config FILE])",
+		Use:   "triage (--node NAME... | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE [--from-objects FILE] [--from-metrics FILE] [--from-config FILE])",
 		Short: "Everything wrong with kube-proxy's rules on one node, most severe first",
 		Long: `Run every diagnosis on one node and report the findings, most severe first:
 the proxy mode kube-proxy is really in (and rules of both modes), kube-proxy
@@ -82,7 +102,7 @@ listed under it; the last line is the verdict.
 
 Use it first, at 3 a.m., when a Service on a node does not get traffic.
 
-` + exitStatusHelp,
+` + sweepHelp + exitStatusHelp,
 		Example: fmt.Sprintf(triageExample, name),
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),
