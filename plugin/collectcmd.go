@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,14 +83,8 @@ func (o *CollectOptions) Validate() error {
 		o.Sources.Node = o.Sources.Nodes[0]
 	}
 	if o.sweeping() {
-		if o.Sweep.AllNodes && o.Sweep.NodeSelector != "" {
-			return fmt.Errorf("--all-nodes or --node-selector, not both")
-		}
-		if (o.Sweep.AllNodes || o.Sweep.NodeSelector != "") && len(o.Sources.Nodes) > 0 {
-			return fmt.Errorf("--node names the nodes itself: drop it, or drop --all-nodes/--node-selector")
-		}
-		if o.Sweep.Parallel < 1 || o.Sweep.Parallel > maxParallel {
-			return fmt.Errorf("--parallel must be between 1 and %d, not %d", maxParallel, o.Sweep.Parallel)
+		if err := o.Sweep.validate(o.Sources.Nodes); err != nil {
+			return err
 		}
 		if collect.IsArchiveName(o.Dir) {
 			return fmt.Errorf("a sweep writes a folder (one bundle per node): pass -d DIR, not %s", o.Dir)
@@ -220,27 +213,12 @@ func (o *CollectOptions) runSweep() error {
 	results := make(chan done)
 	go func() {
 		defer close(results)
-		sem := make(chan struct{}, o.Sweep.Parallel)
-		var wg sync.WaitGroup
-		for _, node := range nodes {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			wg.Add(1)
-			go func(node string) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				one := o.Sources.forNode(node)
-				one.preloaded, one.fleet, one.quiet = objs, fleet, true
-				man, err := one.Collect(w.NodeDir(node))
-				results <- done{node, man, err}
-			}(node)
-		}
-		wg.Wait()
+		eachParallel(ctx, nodes, o.Sweep.Parallel, func(node string) {
+			one := o.Sources.forNode(node)
+			one.preloaded, one.fleet, one.quiet = objs, fleet, true
+			man, err := one.Collect(w.NodeDir(node))
+			results <- done{node, man, err}
+		})
 	}()
 	failed := len(missing)
 	out := &sanitizingWriter{w: o.Out}

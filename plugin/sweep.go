@@ -64,17 +64,11 @@ func (o *analysisOptions) validateSweep() error {
 	if !o.Sweep.supported {
 		return fmt.Errorf("%s reads one node: sweeps (--all-nodes, --node-selector, --node repeated, a sweep folder) are for triage, stale, counts, masq, explain and collect", o.Out.command)
 	}
-	if o.Sweep.AllNodes && o.Sweep.NodeSelector != "" {
-		return fmt.Errorf("--all-nodes or --node-selector, not both")
-	}
-	if (o.Sweep.AllNodes || o.Sweep.NodeSelector != "") && len(o.Inputs.Nodes) > 0 {
-		return fmt.Errorf("--node names the nodes itself: drop it, or drop --all-nodes/--node-selector")
+	if err := o.Sweep.validate(o.Inputs.Nodes); err != nil {
+		return err
 	}
 	if len(o.Inputs.Dumps) > 0 {
 		return fmt.Errorf("--from-dump holds one node's rules: a sweep reads each node (live, or --from-bundle of a folder written by collect --all-nodes)")
-	}
-	if o.Sweep.Parallel < 1 || o.Sweep.Parallel > maxParallel {
-		return fmt.Errorf("--parallel must be between 1 and %d, not %d", maxParallel, o.Sweep.Parallel)
 	}
 	if dir := o.Inputs.sweepDir(); dir != "" && (o.Sweep.AllNodes || o.Sweep.NodeSelector != "") {
 		return fmt.Errorf("--from-bundle %s is a sweep folder: it sweeps its own nodes (pick some with --node)", dir)
@@ -83,6 +77,20 @@ func (o *analysisOptions) validateSweep() error {
 		return fmt.Errorf("a sweep prints a summary table, -o json or -o yaml (a List of the nodes' reports); -o %s is for one node", strings.SplitN(o.Out.Output, "=", 2)[0])
 	}
 	o.Inputs.sweep = true
+	return nil
+}
+
+// validate checks the sweep's own flags against --node (nodes).
+func (s *SweepOptions) validate(nodes []string) error {
+	if s.AllNodes && s.NodeSelector != "" {
+		return fmt.Errorf("--all-nodes or --node-selector, not both")
+	}
+	if (s.AllNodes || s.NodeSelector != "") && len(nodes) > 0 {
+		return fmt.Errorf("--node names the nodes itself: drop it, or drop --all-nodes/--node-selector")
+	}
+	if s.Parallel < 1 || s.Parallel > maxParallel {
+		return fmt.Errorf("--parallel must be between 1 and %d, not %d", maxParallel, s.Parallel)
+	}
 	return nil
 }
 
@@ -156,30 +164,15 @@ func (o *analysisOptions) sweep(build func(l *Loaded) (built, error)) error {
 	results := make(chan nodeResult)
 	go func() {
 		defer close(results)
-		sem := make(chan struct{}, o.Sweep.Parallel)
-		var wg sync.WaitGroup
-		for _, node := range src.nodes {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
+		eachParallel(ctx, src.nodes, o.Sweep.Parallel, func(node string) {
+			t0 := time.Now()
+			r := nodeResult{node: node}
+			if r.loaded, r.err = src.read(ctx, node); r.err == nil {
+				r.built, r.err = build(r.loaded)
 			}
-			if ctx.Err() != nil {
-				break
-			}
-			wg.Add(1)
-			go func(node string) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				t0 := time.Now()
-				r := nodeResult{node: node}
-				if r.loaded, r.err = src.read(ctx, node); r.err == nil {
-					r.built, r.err = build(r.loaded)
-				}
-				r.seconds = time.Since(t0).Seconds()
-				results <- r
-			}(node)
-		}
-		wg.Wait()
+			r.seconds = time.Since(t0).Seconds()
+			results <- r
+		})
 	}()
 	for r := range results {
 		done++
@@ -480,4 +473,28 @@ func (o *analysisOptions) sweepTitle() string {
 		return o.sweepSubject
 	}
 	return o.Out.command
+}
+
+// eachParallel runs work for every node, at most n at once, and returns
+// when all it started have returned; once ctx is done it starts no more.
+func eachParallel(ctx context.Context, nodes []string, n int, work func(node string)) {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, node := range nodes {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			work(node)
+		}()
+	}
 }
