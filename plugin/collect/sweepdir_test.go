@@ -1,0 +1,172 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func TestSweepFolderRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sweep")
+	w, err := NewSweepWriter(dir, time.Unix(1795939150, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Objects([]byte(`{"apiVersion":"v1","kind":"List","items":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	w.Node("node-a", nil, "")
+	w.Node("node-b", errors.New("node node-b is not Ready"), "NotReady")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !IsSweepDir(dir) || IsSweepDir(t.TempDir()) {
+		t.Errorf("IsSweepDir")
+	}
+	m, err := ReadSweepManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Nodes) != 2 || m.Nodes[0].Dir != "nodes/node-a" || m.Nodes[1].Reason != "NotReady" || m.Objects != SweepObjectsFile {
+		t.Errorf("manifest %+v", m)
+	}
+	for _, name := range []string{SweepManifestFile, SweepObjectsFile} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want 0600", name, err, st)
+		}
+	}
+	if _, err := NewSweepWriter(dir, time.Now()); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("a second sweep into the same folder: %v", err)
+	}
+}
+
+// A hostile sweep.json cannot send the reader out of the folder.
+func TestSweepManifestHostile(t *testing.T) {
+	for _, tc := range []struct {
+		name, manifest, want string
+	}{
+		{"dotdot", `{"kind":"Sweep","nodes":[{"name":"x","dir":"../../etc"}]}`, `is in "../../etc"`},
+		{"absolute", `{"kind":"Sweep","nodes":[{"name":"x","dir":"/etc"}]}`, `is in "/etc"`},
+		{"name with slash", `{"kind":"Sweep","nodes":[{"name":"../x","dir":"nodes/../x"}]}`, "is in"},
+		{"other dir", `{"kind":"Sweep","nodes":[{"name":"x","dir":"nodes/y"}]}`, `not nodes/x`},
+		{"objects elsewhere", `{"kind":"Sweep","objects":"../objects.json","nodes":[]}`, "a sweep keeps them in objects.json"},
+		{"not a sweep", `{"kind":"Bundle"}`, `kind "Bundle", not Sweep`},
+		{"garbage", `{{{`, "sweep.json"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, SweepManifestFile), []byte(tc.manifest), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadSweepManifest(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	big := t.TempDir()
+	if err := os.WriteFile(filepath.Join(big, SweepManifestFile), make([]byte, maxSweepManifestBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSweepManifest(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a huge manifest: %v", err)
+	}
+}
+
+// A fleet lists the nodes and kube-system's pods once, picks the nodes by
+// selector or name, and answers each node's collector from what it listed.
+func TestFleet(t *testing.T) {
+	var objs []runtime.Object
+	for i := 1; i <= 5; i++ {
+		zone := "a"
+		if i > 3 {
+			zone = "b"
+		}
+		name := fmt.Sprintf("node-%d", i)
+		objs = append(objs,
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"zone": zone}}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy-" + name, Labels: map[string]string{"k8s-app": "kube-proxy"}},
+				Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:v1.37.2"}}}})
+	}
+	objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Spec: corev1.PodSpec{NodeName: "node-1"}})
+	client := fake.NewClientset(objs...)
+	lists := map[string]int{}
+	client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		lists[a.GetResource().Resource]++
+		return false, nil, nil
+	})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opts           FleetOptions
+		nodes, missing []string
+	}{
+		{FleetOptions{All: true}, []string{"node-1", "node-2", "node-3", "node-4", "node-5"}, nil},
+		{FleetOptions{Selector: "zone=b"}, []string{"node-4", "node-5"}, nil},
+		{FleetOptions{Names: []string{"node-5", "node-1", "node-9", "node-5"}}, []string{"node-5", "node-1"}, []string{"node-9"}},
+	} {
+		for k := range lists {
+			delete(lists, k)
+		}
+		f, nodes, missing, err := NewFleet(ctx, client, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(nodes, tc.nodes) || !slices.Equal(missing, tc.missing) {
+			t.Errorf("%+v: nodes %v missing %v", tc.opts, nodes, missing)
+		}
+		if lists["nodes"] != 1 || lists["pods"] != 1 {
+			t.Errorf("%+v: lists %v, want nodes and pods once", tc.opts, lists)
+		}
+		if p := f.proxyPods["node-1"]; len(p) != 1 || p[0].Name != "kube-proxy-node-1" {
+			t.Errorf("kube-proxy of node-1: %v", p)
+		}
+	}
+	if _, _, _, err := NewFleet(ctx, client, FleetOptions{Selector: "zone in (a"}); err == nil || !strings.Contains(err.Error(), "--node-selector") {
+		t.Errorf("a bad selector: %v", err)
+	}
+	// The collector asks the fleet: no list, no get of the node.
+	f, _, _, _ := NewFleet(ctx, client, FleetOptions{All: true})
+	for k := range lists {
+		delete(lists, k)
+	}
+	c := &Collector{Client: client, Progress: &Progress{}, Options: Options{Node: "node-2", Fleet: f}}
+	if n, err := c.getNode(ctx); err != nil || n.Name != "node-2" {
+		t.Errorf("getNode: %v %v", n, err)
+	}
+	if p, err := c.findKubeProxyPod(ctx, &bundleWriter{}); err != nil || p.Name != "kube-proxy-node-2" {
+		t.Errorf("findKubeProxyPod: %v %v", p, err)
+	}
+	if len(lists) != 0 {
+		t.Errorf("the collector listed %v", lists)
+	}
+}
+
+func TestFailureReason(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&NoKubeProxyError{Node: "n"}, "NoKubeProxy"},
+		{fmt.Errorf("wrapped: %w", context.Canceled), "Interrupted"},
+		{context.DeadlineExceeded, "Timeout"},
+		{errors.New("node n is not Ready (kubelet stopped posting status): a debug pod cannot start there"), "NotReady"},
+		{errors.New("debug pod x/y on node n cannot run: image foo cannot be pulled (ErrImagePull: x)"), "ImagePull"},
+		{errors.New("debug pod x/y did not start on node n within 2m0s: Pending"), "Timeout"},
+		{errors.New("namespace kubectl-proxyrules does not exist, so no debug pod can run there: ask"), "NoDebugNamespace"},
+		{errors.New(`node "n" not found: list them with kubectl get nodes`), "NotFound"},
+		{errors.New("something else"), "Other"},
+	} {
+		if got := FailureReason(tc.err); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
