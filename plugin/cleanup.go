@@ -103,8 +103,11 @@ func (o *CleanupOptions) Run(cmd *cobra.Command) error {
 		fmt.Fprintf(o.ErrOut, "you may not list pods in every namespace: looking in %s only\n", collect.DefaultDebugNamespace)
 		pods, err = o.Client.CoreV1().Pods(collect.DefaultDebugNamespace).List(ctx, selector)
 	}
-	if err != nil {
+	switch {
+	case apierrors.IsForbidden(err):
 		return fmt.Errorf("listing the plugin's pods: %w (RBAC: list pods in %s; kubectl apply -f %s)", err, collect.DefaultDebugNamespace, collect.RBACFile)
+	case err != nil:
+		return fmt.Errorf("listing the plugin's pods: %w", err)
 	}
 	now := o.now()
 	var doomed []corev1.Pod

@@ -216,6 +216,18 @@ func TestNamespaceAndSelectorFilters(t *testing.T) {
 	if got := owners("map", "-l", "k8s-app=kube-dns", "-n", "shop"); len(got) != 0 {
 		t.Errorf("-l in the wrong namespace lists %q", got)
 	}
+	// -A and -l on every command that has Services.
+	for _, cmd := range []string{"map", "stale", "triage", "counts", "masq", "explain"} {
+		c, _, err := NewCmdRoot(testStreams()).Find([]string{cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"all-namespaces", "selector"} {
+			if c.Flags().Lookup(f) == nil {
+				t.Errorf("%s has no --%s", cmd, f)
+			}
+		}
+	}
 	// stale: the fixture's stale chains are all shop's.
 	staleAll := lines(runOK(t, append(append([]string{"stale"}, in...), "-o", "name")...))
 	staleShop := lines(runOK(t, append(append([]string{"stale", "-n", "shop"}, in...), "-o", "name")...))

@@ -55,6 +55,7 @@ Use it when a dump shows chains you cannot place, or after deleting Services.
 		RunE:    runAnalysis(o),
 	}
 	o.Inputs.AddFlags(cmd, kube)
+	o.Inputs.addSelectFlags(cmd)
 	o.Sweep.AddFlags(cmd)
 	cmd.Flags().DurationVar(&o.SyncPeriod, "sync-period", 0, "kube-proxy's syncPeriod, when not 30s and no --from-config says it")
 	o.Out.AddFlags(cmd, true)
