@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,26 @@ func TestCleanupSanitizesNames(t *testing.T) {
 	}
 	if strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `\x1b]52`) {
 		t.Errorf("cleanup printed a raw escape sequence: %q", out)
+	}
+}
+
+// RBAC is blamed only when the API server says 403.
+func TestCleanupErrorsBlameRBACOnlyOnForbidden(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		wantRBAC bool
+	}{
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil), true},
+		{apierrors.NewInternalError(errors.New("etcd timeout")), false},
+		{apierrors.NewServiceUnavailable("overloaded"), false},
+	} {
+		client := fake.NewClientset(cleanupPods()...)
+		client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, tc.err
+		})
+		_, _, err := runCleanup(t, client)
+		if err == nil || strings.Contains(err.Error(), "RBAC") != tc.wantRBAC {
+			t.Errorf("%v: %v (RBAC blamed: want %v)", tc.err, err, tc.wantRBAC)
+		}
 	}
 }
