@@ -29,7 +29,7 @@ for tool in ip ss nft iptables iptables-save ip6tables openssl curl unshare sets
 done
 [[ $E2E_SUBNET =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] || die "E2E_SUBNET must be three octets, got $E2E_SUBNET"
 [[ $E2E_SUBNET != 192.0.2 ]] || die "192.0.2.0/24 is this machine's uplink: choose another E2E_SUBNET"
-[[ $E2E_SCALE_NODES =~ ^[0-9]+$ ]] && ((E2E_SCALE_NODES <= 500)) ||
+[[ $E2E_SCALE_NODES =~ ^(0|[1-9][0-9]*)$ ]] && ((E2E_SCALE_NODES <= 500)) ||
 	die "E2E_SCALE_NODES must be a number of fake nodes from 0 to 500, got $E2E_SCALE_NODES"
 # The network namespaces made here: the nodes', then the fake nodes' shared one.
 NETNS=("${NODES[@]}")
