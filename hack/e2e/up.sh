@@ -462,13 +462,30 @@ subjects:
 EOF
 }
 
+# create_parallel FILE...: `kubectl create` of each file at once (the fake
+# nodes' hundreds of objects go in a few lists, created side by side).
+create_parallel() {
+	local f pids=() rc=0
+	for f in "$@"; do
+		kc create -f "$f" >/dev/null 2>"$f.err" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	((rc == 0)) || die "creating objects failed: $(cat "${@/%/.err}" | head -5)"
+	for f in "$@"; do rm -f "$f.err"; done
+}
+SCALE_LISTS=4 # lists per kind of the fake nodes' objects: fake node i goes in list i % 4
 {
 	for n in "${NODES[@]}"; do echo "---"; node_manifest "$n" "${NODE_IP[$n]}" "${NODE_POD_CIDR[$n]}"; done
-	for ((i = 0; i < E2E_SCALE_NODES; i++)); do echo "---"; scale_node_manifest "$i"; done
 	for n in "${NETNS[@]}"; do proxy_objects "$n"; done
 	kubeadm_rbac
 } >"$RUN/cluster-objects.yaml"
-kc create -f "$RUN/cluster-objects.yaml" >/dev/null
+lists=("$RUN/cluster-objects.yaml")
+for ((l = 0; l < SCALE_LISTS && l < E2E_SCALE_NODES; l++)); do
+	for ((i = l; i < E2E_SCALE_NODES; i += SCALE_LISTS)); do echo "---"; scale_node_manifest "$i"; done >"$RUN/scale-nodes-$l.yaml"
+	lists+=("$RUN/scale-nodes-$l.yaml")
+done
+create_parallel "${lists[@]}"
 
 # The DaemonSets' pods, as the (absent) DaemonSet controller would create them:
 # kube_proxy_pods NETNS NODE...: one pod of NETNS's DaemonSet on each NODE.
@@ -503,12 +520,14 @@ $spec
 EOF
 	done
 }
-SCALE_NODES=()
-for ((i = 0; i < E2E_SCALE_NODES; i++)); do SCALE_NODES+=("$(scale_node "$i")"); done
-{
-	for n in "${NODES[@]}"; do kube_proxy_pods "$n" "$n"; done
-	((E2E_SCALE_NODES == 0)) || kube_proxy_pods "$SCALE_NETNS" "${SCALE_NODES[@]}"
-} >"$RUN/kube-proxy-pods.yaml"
+for n in "${NODES[@]}"; do kube_proxy_pods "$n" "$n"; done >"$RUN/kube-proxy-pods.yaml"
+pod_lists=("$RUN/kube-proxy-pods.yaml")
+for ((l = 0; l < SCALE_LISTS && l < E2E_SCALE_NODES; l++)); do
+	names=()
+	for ((i = l; i < E2E_SCALE_NODES; i += SCALE_LISTS)); do names+=("$(scale_node "$i")"); done
+	kube_proxy_pods "$SCALE_NETNS" "${names[@]}" >"$RUN/scale-pods-$l.yaml"
+	pod_lists+=("$RUN/scale-pods-$l.yaml")
+done
 
 # --- kwok, the kubelet: one per node, inside the node's network namespace and its
 # own UTS namespace (hostname = node name), so exec and port-forward land there.
@@ -578,7 +597,7 @@ if ((E2E_SCALE_NODES > 0)); then
 	done
 	((ready == E2E_SCALE_NODES)) || die "$ready of $E2E_SCALE_NODES fake nodes Ready after 120 s (kwok log: $LOGS/kwok-scale.log)"
 fi
-kc create -f "$RUN/kube-proxy-pods.yaml" >/dev/null
+create_parallel "${pod_lists[@]}"
 # ... and the status that controller would report.
 for n in "${NETNS[@]}"; do
 	count=1
