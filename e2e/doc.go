@@ -1,7 +1,9 @@
 // Package e2e runs kubectl proxyrules against a real (small) cluster on this
 // machine: etcd and kube-apiserver on the host, two nodes as network
 // namespaces, real kube-proxy in iptables mode (node-a) and nftables mode
-// (node-b), kwok as the kubelet. See hack/e2e/up.sh.
+// (node-b), kwok as the kubelet; and, in scale mode (E2E_SCALE_NODES, default
+// 100), as many fake nodes managed by one kwok in one more namespace with its
+// own kube-proxy, for the sweeps over many nodes. See hack/e2e/up.sh.
 //
 //	make e2e   # or:
 //	go test -tags e2e -v -count=1 -timeout 45m ./e2e

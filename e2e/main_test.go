@@ -308,7 +308,8 @@ func recordedPIDs() map[string]int {
 }
 
 // leftovers lists what teardown left behind: a recorded process still
-// running, a node namespace, the bridge or a veth, a kubeconfig, the state dir.
+// running, a node namespace (the fake nodes' shared pr-scale included), the
+// bridge or a veth, a kubeconfig, the state dir.
 func leftovers(pids map[string]int) []string {
 	var left []string
 	for name, pid := range pids {
@@ -322,7 +323,7 @@ func leftovers(pids map[string]int) []string {
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && (f[0] == "node-a" || f[0] == "node-b") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "node-a" || f[0] == "node-b" || f[0] == "pr-scale") {
 			left = append(left, "network namespace "+f[0])
 		}
 	}
@@ -330,7 +331,7 @@ func leftovers(pids map[string]int) []string {
 	if bridge == "" {
 		bridge = "prbr0"
 	}
-	for _, link := range []string{bridge, "pr-node-a", "pr-node-b"} {
+	for _, link := range []string{bridge, "pr-node-a", "pr-node-b", "pr-scale"} {
 		if exec.Command("ip", "link", "show", link).Run() == nil {
 			left = append(left, "link "+link)
 		}

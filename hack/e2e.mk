@@ -1,16 +1,21 @@
 # End-to-end suite: a real cluster on this machine (etcd, kube-apiserver, two
 # network-namespace nodes with real kube-proxy in iptables and nftables mode,
-# kwok as the kubelet) and the plugin run against it. See hack/e2e/ and e2e/.
-# Included from the Makefile; GO comes from there.
+# kwok as the kubelet, and in scale mode 100 fake nodes sharing a third
+# namespace with one kwok and one kube-proxy) and the plugin run against it.
+# See hack/e2e/ and e2e/. Included from the Makefile; GO comes from there.
+# Only one cluster runs on a machine at a time: on a shared one, run these
+# under one lock (flock /tmp/e2e.lock make e2e).
 #
-#   make e2e        bring a cluster up, run the suite, tear it down (root; skips with one line otherwise)
+#   make e2e        bring a cluster up, run the suite, tear it down (root; skips with one line otherwise);
+#                   the sweep tests run on the fake nodes (E2E_SCALE_NODES, default 100; 0: none, they skip)
+#   make e2e-sweep  the same, only the sweep tests (and the scenario they read)
 #   make e2e-up     bring the cluster up and leave it running (KUBECONFIG=.cache/e2e/run/admin.kubeconfig)
 #   make e2e-down   tear it down
 #   make e2e-build  only build the cluster parts into .cache/e2e/bin (cached by version)
 
 E2E_TIMEOUT ?= 45m
 
-.PHONY: e2e e2e-deps e2e-build e2e-up e2e-down
+.PHONY: e2e e2e-sweep e2e-deps e2e-build e2e-up e2e-down
 
 e2e-deps:
 	@bash hack/e2e/deps.sh
@@ -27,3 +32,6 @@ e2e-down:
 e2e: e2e-deps
 	$(GO) vet -tags e2e ./e2e
 	$(GO) test -tags e2e -v -count=1 -timeout $(E2E_TIMEOUT) ./e2e
+
+e2e-sweep: e2e-deps
+	$(GO) test -tags e2e -v -count=1 -timeout $(E2E_TIMEOUT) -run 'TestMapLiveNodes|TestScaleNodes|TestSweep' ./e2e

@@ -16,7 +16,7 @@ fi
 
 # Node processes first, together (they talk to the apiserver), then the
 # control plane.
-for name in kube-proxy-node-a kube-proxy-node-b kwok-node-a kwok-node-b; do
+for name in kube-proxy-node-a kube-proxy-node-b kube-proxy-scale kwok-node-a kwok-node-b kwok-scale; do
 	stop_daemon "$name" &
 done
 wait

@@ -20,7 +20,6 @@ BRIDGE="${E2E_BRIDGE:-prbr0}"
 BRIDGE_IP="$E2E_SUBNET.1"
 NODES=(node-a node-b)
 declare -A NODE_IP=([node-a]="$E2E_SUBNET.11" [node-b]="$E2E_SUBNET.12")
-declare -A NODE_MODE=([node-a]=iptables [node-b]=nftables)
 declare -A NODE_POD_CIDR=([node-a]=10.244.1.0/24 [node-b]=10.244.2.0/24)
 declare -A NODE_VETH=([node-a]=pr-node-a [node-b]=pr-node-b)
 CLUSTER_CIDR=10.244.0.0/16
@@ -29,6 +28,27 @@ ETCD_CLIENT="127.0.0.1:23790"
 ETCD_PEER="127.0.0.1:23800"
 APISERVER_PORT=6443
 K8S_IMAGE_TAG=v1.37.2
+
+# Scale mode: E2E_SCALE_NODES fake nodes (scale-000, scale-001, ...), all
+# managed by ONE kwok whose exec and port-forward land in ONE shared network
+# namespace with a real kube-proxy of its own (iptables mode): every fake
+# node has real rules and real metrics. 0 turns the mode off.
+E2E_SCALE_NODES="${E2E_SCALE_NODES:-100}"
+SCALE_NETNS=pr-scale
+SCALE_VETH=pr-scale
+SCALE_IP="$E2E_SUBNET.13"
+SCALE_PREFIX=scale-
+SCALE_POOL_LABEL=proxyrules.e2e/pool   # = scale on every fake node
+SCALE_GROUP_LABEL=proxyrules.e2e/group # = i % 10: each value selects a tenth of them
+SCALE_KWOK_ANNOTATION=proxyrules.e2e/kwok # = scale: what the shared kwok manages
+# scale_node I: the name of fake node I.
+scale_node() { printf '%s%03d' "$SCALE_PREFIX" "$1"; }
+# scale_pod_cidr I: a /26 of the cluster CIDR's upper half (10.244.128.0/17)
+# for fake node I, clear of node-a's, node-b's and the suite's endpoint IPs.
+scale_pod_cidr() { echo "10.244.$((128 + $1 / 4)).$((64 * ($1 % 4)))/26"; }
+# The shared kube-proxy's hostnameOverride: a fake node with no endpoints, so
+# its Local-policy chains point at no node and every fake node reads as itself.
+SCALE_PROXY_NODE=$(scale_node 0)
 
 log() { echo "e2e: $*" >&2; }
 die() { echo "e2e: $*" >&2; exit 1; }

@@ -8,12 +8,17 @@
 #                                               kwok (kubelet) :10250      kwok (kubelet) :10250
 #                                               metrics 127.0.0.1:10249    metrics 127.0.0.1:10249
 #
+# and, in scale mode (E2E_SCALE_NODES fake nodes, default 100; 0: none), one
+# more namespace pr-scale (eth0 172.31.255.13) shared by the fake nodes
+# scale-000 ...: ONE kwok manages them all (exec and port-forward land there)
+# and ONE real kube-proxy (iptables mode) programs the rules they all show.
+#
 # The parts are built first when missing (hack/e2e/build.sh). On success it
 # prints the path of an env file (KUBECONFIG, E2E_K8S_BIN, ...) and the cluster
 # keeps running until hack/e2e/down.sh. On failure it tears down what it made.
 #
 # Environment: E2E_SUBNET (default 172.31.255, a /24 that must not be routed
-# yet), E2E_CACHE (default .cache/e2e).
+# yet), E2E_CACHE (default .cache/e2e), E2E_SCALE_NODES (default 100).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -24,6 +29,16 @@ for tool in ip ss nft iptables iptables-save ip6tables openssl curl unshare sets
 done
 [[ $E2E_SUBNET =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] || die "E2E_SUBNET must be three octets, got $E2E_SUBNET"
 [[ $E2E_SUBNET != 192.0.2 ]] || die "192.0.2.0/24 is this machine's uplink: choose another E2E_SUBNET"
+[[ $E2E_SCALE_NODES =~ ^(0|[1-9][0-9]*)$ ]] && ((E2E_SCALE_NODES <= 500)) ||
+	die "E2E_SCALE_NODES must be a number of fake nodes from 0 to 500, got $E2E_SCALE_NODES"
+# The network namespaces made here: the nodes', then the fake nodes' shared one.
+NETNS=("${NODES[@]}")
+declare -A NETNS_IP NETNS_VETH
+for n in "${NODES[@]}"; do NETNS_IP[$n]=${NODE_IP[$n]} NETNS_VETH[$n]=${NODE_VETH[$n]}; done
+if ((E2E_SCALE_NODES > 0)); then
+	NETNS+=("$SCALE_NETNS")
+	NETNS_IP[$SCALE_NETNS]=$SCALE_IP NETNS_VETH[$SCALE_NETNS]=$SCALE_VETH
+fi
 if [[ -e $RUN/created || -d $RUN/pids ]]; then
 	die "a cluster (or its leftovers) is recorded in $RUN: run hack/e2e/down.sh first"
 fi
@@ -38,16 +53,16 @@ subnet_check() {
 	fi
 	# Any address of the /24 may only be reached through the default route.
 	def=$(ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "via") print $(i+1); exit}')
-	for host in 1 11 12 254; do
+	for host in 1 11 12 13 254; do
 		got=$(ip -4 -o route get "$E2E_SUBNET.$host" 2>/dev/null | head -1) || continue # unreachable: free
 		if [[ -z $def || $got != "$E2E_SUBNET.$host via $def "* ]]; then
 			die "refusing to start: $E2E_SUBNET.0/24 is already routed here ($got); set E2E_SUBNET"
 		fi
 	done
 	ip link show "$BRIDGE" >/dev/null 2>&1 && die "refusing to start: link $BRIDGE exists"
-	for n in "${NODES[@]}"; do
+	for n in "${NETNS[@]}"; do
 		ip netns list | awk '{print $1}' | grep -qx "$n" && die "refusing to start: network namespace $n exists"
-		ip link show "${NODE_VETH[$n]}" >/dev/null 2>&1 && die "refusing to start: link ${NODE_VETH[$n]} exists"
+		ip link show "${NETNS_VETH[$n]}" >/dev/null 2>&1 && die "refusing to start: link ${NETNS_VETH[$n]} exists"
 	done
 	for port in 23790 23800; do
 		ss -Hltn "sport = :$port" | grep -q . && die "refusing to start: port $port is taken on this machine"
@@ -110,7 +125,7 @@ cert kube-proxy "/CN=system:kube-proxy"
 cert kwok "/O=system:masters/CN=kwok"
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
 san="DNS:localhost"
-for n in "${NODES[@]}"; do san+=",DNS:$n,IP:${NODE_IP[$n]}"; done
+for n in "${NETNS[@]}"; do san+=",DNS:$n,IP:${NETNS_IP[$n]}"; done
 cert kubelet "/CN=kwok-kubelet" "$san"
 ossl genrsa -out "$PKI/sa.key" 2048
 ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
@@ -150,13 +165,13 @@ ip link add "$BRIDGE" type bridge
 record link "$BRIDGE"
 ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
 ip link set "$BRIDGE" up
-for n in "${NODES[@]}"; do
+for n in "${NETNS[@]}"; do
 	ip netns add "$n"
 	record netns "$n"
-	ip link add "${NODE_VETH[$n]}" type veth peer name eth0 netns "$n"
-	record link "${NODE_VETH[$n]}"
-	ip link set "${NODE_VETH[$n]}" master "$BRIDGE" up
-	ip -n "$n" addr add "${NODE_IP[$n]}/24" dev eth0
+	ip link add "${NETNS_VETH[$n]}" type veth peer name eth0 netns "$n"
+	record link "${NETNS_VETH[$n]}"
+	ip link set "${NETNS_VETH[$n]}" master "$BRIDGE" up
+	ip -n "$n" addr add "${NETNS_IP[$n]}/24" dev eth0
 	ip -n "$n" link set lo up
 	ip -n "$n" link set eth0 up
 done
@@ -206,8 +221,13 @@ for ns in default kube-system; do
 done
 kc -n kube-system create serviceaccount kube-proxy >/dev/null
 
-node_manifest() { # as a kubelet registers itself, plus kwok's annotation
-	local n=$1
+KERNEL_VERSION=$(uname -r)
+OS_IMAGE=$(. /etc/os-release 2>/dev/null && echo "\"$PRETTY_NAME\"" || echo linux)
+# node_manifest NAME IP PODCIDR [LABELS [ANNOTATIONS]]: as a kubelet registers
+# itself, plus kwok's annotation and, for a fake node, more labels and
+# annotations (lines indented for metadata.labels/annotations).
+node_manifest() {
+	local n=$1 ip=$2 cidr=$3 extra_labels=${4:-} extra_annotations=${5:-}
 	cat <<EOF
 apiVersion: v1
 kind: Node
@@ -216,25 +236,25 @@ metadata:
   annotations:
     kwok.x-k8s.io/node: fake
     node.alpha.kubernetes.io/ttl: "0"
-    volumes.kubernetes.io/controller-managed-attach-detach: "true"
+    volumes.kubernetes.io/controller-managed-attach-detach: "true"$extra_annotations
   labels:
     beta.kubernetes.io/arch: amd64
     beta.kubernetes.io/os: linux
     kubernetes.io/arch: amd64
     kubernetes.io/hostname: $n
-    kubernetes.io/os: linux
+    kubernetes.io/os: linux$extra_labels
 spec:
-  podCIDR: ${NODE_POD_CIDR[$n]}
-  podCIDRs: [${NODE_POD_CIDR[$n]}]
+  podCIDR: $cidr
+  podCIDRs: [$cidr]
 status:
   addresses:
-  - {type: InternalIP, address: ${NODE_IP[$n]}}
+  - {type: InternalIP, address: $ip}
   - {type: Hostname, address: $n}
   nodeInfo:
     architecture: amd64
     operatingSystem: linux
-    kernelVersion: $(uname -r)
-    osImage: $(. /etc/os-release 2>/dev/null && echo "\"$PRETTY_NAME\"" || echo linux)
+    kernelVersion: $KERNEL_VERSION
+    osImage: $OS_IMAGE
     containerRuntimeVersion: kwok://v0.8.0
     kubeletVersion: $K8S_IMAGE_TAG
     kubeProxyVersion: $K8S_IMAGE_TAG
@@ -242,6 +262,14 @@ status:
     machineID: ""
     systemUUID: ""
 EOF
+}
+# scale_node_manifest I: fake node I, in the pool and in a group of a tenth,
+# at the shared namespace's address, for the shared kwok (its annotation).
+scale_node_manifest() {
+	node_manifest "$(scale_node "$1")" "$SCALE_IP" "$(scale_pod_cidr "$1")" "
+    $SCALE_POOL_LABEL: scale
+    $SCALE_GROUP_LABEL: \"$(($1 % 10))\"" "
+    $SCALE_KWOK_ANNOTATION: scale"
 }
 
 # kube-proxy's configuration, as kubeadm writes it into the kube-system/kube-proxy
@@ -273,10 +301,22 @@ $1:
   syncPeriod: $4
 EOF
 }
-declare -A SYNC_PERIOD=([node-a]=1h [node-b]=30s)
-declare -A PROXY_CM=([iptables]=kube-proxy [nftables]=kube-proxy-nftables)
-proxy_objects() { # ConfigMap + DaemonSet per mode, as kubeadm writes them (nftables: a second set)
-	local mode=$1 cm=${PROXY_CM[$1]} node=$2
+# The fake nodes' kube-proxy is a node pool of its own: ConfigMap and DaemonSet
+# kube-proxy-scale, iptables mode, syncPeriod 1h as node-a (the suite's stale
+# chains linger there for the whole run, the same on every fake node).
+declare -A SYNC_PERIOD=([node-a]=1h [node-b]=30s [$SCALE_NETNS]=1h)
+declare -A PROXY_CM=([node-a]=kube-proxy [node-b]=kube-proxy-nftables [$SCALE_NETNS]=kube-proxy-scale)
+declare -A PROXY_MODE=([node-a]=iptables [node-b]=nftables [$SCALE_NETNS]=iptables)
+# The label that sets each DaemonSet's pods apart (its selector: with
+# k8s-app=kube-proxy) and the nodes it runs on.
+declare -A PROXY_POD_LABEL=([node-a]="proxyrules.e2e/proxy-mode: iptables" [node-b]="proxyrules.e2e/proxy-mode: nftables"
+	[$SCALE_NETNS]="proxyrules.e2e/proxy-pool: scale")
+declare -A PROXY_NODES=([node-a]="kubernetes.io/hostname: node-a" [node-b]="kubernetes.io/hostname: node-b"
+	[$SCALE_NETNS]="$SCALE_POOL_LABEL: scale")
+# proxy_objects NETNS: the ConfigMap + DaemonSet of the kube-proxy in NETNS,
+# as kubeadm writes them (nftables and the fake nodes: a set of their own).
+proxy_objects() {
+	local netns=$1 mode=${PROXY_MODE[$1]} cm=${PROXY_CM[$1]}
 	cat <<EOF
 ---
 apiVersion: v1
@@ -307,7 +347,7 @@ data:
       user:
         tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
   config.conf: |-
-$(proxy_config "$mode" /var/lib/kube-proxy/kubeconfig.conf "" "${SYNC_PERIOD[$node]}" | sed 's/^/    /')
+$(proxy_config "$mode" /var/lib/kube-proxy/kubeconfig.conf "" "${SYNC_PERIOD[$netns]}" | sed 's/^/    /')
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -320,19 +360,19 @@ spec:
   selector:
     matchLabels:
       k8s-app: kube-proxy
-      proxyrules.e2e/proxy-mode: $mode
+      ${PROXY_POD_LABEL[$netns]}
   updateStrategy:
     type: RollingUpdate
   template:
     metadata:
       labels:
         k8s-app: kube-proxy
-        proxyrules.e2e/proxy-mode: $mode
+        ${PROXY_POD_LABEL[$netns]}
     spec:
 $(proxy_pod_spec "$cm" | sed 's/^/      /')
       nodeSelector:
         kubernetes.io/os: linux
-        kubernetes.io/hostname: $node
+        ${PROXY_NODES[$netns]}
 EOF
 }
 proxy_pod_spec() {
@@ -422,18 +462,40 @@ subjects:
 EOF
 }
 
+# create_parallel FILE...: `kubectl create` of each file at once (the fake
+# nodes' hundreds of objects go in a few lists, created side by side).
+create_parallel() {
+	local f pids=() rc=0
+	for f in "$@"; do
+		kc create -f "$f" >/dev/null 2>"$f.err" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	((rc == 0)) || die "creating objects failed: $(cat "${@/%/.err}" | head -5)"
+	for f in "$@"; do rm -f "$f.err"; done
+}
+SCALE_LISTS=4 # lists per kind of the fake nodes' objects: fake node i goes in list i % 4
 {
-	for n in "${NODES[@]}"; do echo "---"; node_manifest "$n"; done
-	for n in "${NODES[@]}"; do proxy_objects "${NODE_MODE[$n]}" "$n"; done
+	for n in "${NODES[@]}"; do echo "---"; node_manifest "$n" "${NODE_IP[$n]}" "${NODE_POD_CIDR[$n]}"; done
+	for n in "${NETNS[@]}"; do proxy_objects "$n"; done
 	kubeadm_rbac
 } >"$RUN/cluster-objects.yaml"
-kc create -f "$RUN/cluster-objects.yaml" >/dev/null
+lists=("$RUN/cluster-objects.yaml")
+for ((l = 0; l < SCALE_LISTS && l < E2E_SCALE_NODES; l++)); do
+	for ((i = l; i < E2E_SCALE_NODES; i += SCALE_LISTS)); do echo "---"; scale_node_manifest "$i"; done >"$RUN/scale-nodes-$l.yaml"
+	lists+=("$RUN/scale-nodes-$l.yaml")
+done
+create_parallel "${lists[@]}"
 
-# The DaemonSets' pods, as the (absent) DaemonSet controller would create them.
-for n in "${NODES[@]}"; do
-	mode=${NODE_MODE[$n]} cm=${PROXY_CM[${NODE_MODE[$n]}]}
+# The DaemonSets' pods, as the (absent) DaemonSet controller would create them:
+# kube_proxy_pods NETNS NODE...: one pod of NETNS's DaemonSet on each NODE.
+kube_proxy_pods() {
+	local netns=$1 cm=${PROXY_CM[$1]} uid spec n
+	shift
 	uid=$(kc -n kube-system get daemonset "$cm" -o 'jsonpath={.metadata.uid}')
-	cat <<EOF
+	spec=$(proxy_pod_spec "$cm" | sed 's/^/  /')
+	for n in "$@"; do
+		cat <<EOF
 ---
 apiVersion: v1
 kind: Pod
@@ -444,7 +506,7 @@ metadata:
     k8s-app: kube-proxy
     controller-revision-hash: 6b8f5c7d9
     pod-template-generation: "1"
-    proxyrules.e2e/proxy-mode: $mode
+    ${PROXY_POD_LABEL[$netns]}
   ownerReferences:
   - apiVersion: apps/v1
     kind: DaemonSet
@@ -454,9 +516,18 @@ metadata:
     blockOwnerDeletion: true
 spec:
   nodeName: $n
-$(proxy_pod_spec "$cm" | sed 's/^/  /')
+$spec
 EOF
-done >"$RUN/kube-proxy-pods.yaml"
+	done
+}
+for n in "${NODES[@]}"; do kube_proxy_pods "$n" "$n"; done >"$RUN/kube-proxy-pods.yaml"
+pod_lists=("$RUN/kube-proxy-pods.yaml")
+for ((l = 0; l < SCALE_LISTS && l < E2E_SCALE_NODES; l++)); do
+	names=()
+	for ((i = l; i < E2E_SCALE_NODES; i += SCALE_LISTS)); do names+=("$(scale_node "$i")"); done
+	kube_proxy_pods "$SCALE_NETNS" "${names[@]}" >"$RUN/scale-pods-$l.yaml"
+	pod_lists+=("$RUN/scale-pods-$l.yaml")
+done
 
 # --- kwok, the kubelet: one per node, inside the node's network namespace and its
 # own UTS namespace (hostname = node name), so exec and port-forward land there.
@@ -493,41 +564,71 @@ for n in "${NODES[@]}"; do
 		--server-address "${NODE_IP[$n]}:10250" \
 		--tls-cert-file "$PKI/kubelet.crt" --tls-private-key-file "$PKI/kubelet.key" >/dev/null
 done
-for n in "${NODES[@]}"; do
-	for ((i = 0; i < 600; i++)); do
-		[[ $(kc get node "$n" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]] && break
-		alive_pid "kwok-$n" >/dev/null || die "kwok on $n exited: $(tail -5 "$LOGS/kwok-$n.log")"
-		sleep 0.1
-	done
-	[[ $(kc get node "$n" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
-		die "node $n not Ready after 60 s (kwok log: $LOGS/kwok-$n.log)"
-done
-kc create -f "$RUN/kube-proxy-pods.yaml" >/dev/null
-# ... and the status that controller would report.
-for ds in "${PROXY_CM[@]}"; do
-	kc -n kube-system patch daemonset "$ds" --subresource=status --type=merge -p '{"status":{"currentNumberScheduled":1,"desiredNumberScheduled":1,"numberAvailable":1,"numberMisscheduled":0,"numberReady":1,"updatedNumberScheduled":1,"observedGeneration":1}}' >/dev/null
-done
-
-# --- kube-proxy on each node ----------------------------------------------------
-for n in "${NODES[@]}"; do
-	mkdir -p "$RUN/$n"
-	proxy_config "${NODE_MODE[$n]}" "$RUN/kube-proxy.kubeconfig" "$n" "${SYNC_PERIOD[$n]}" |
-		write_if_changed "$RUN/$n/kube-proxy.yaml"
-	start_daemon "kube-proxy-$n" "$LOGS/kube-proxy-$n.log" \
-		ip netns exec "$n" "$K8S_BIN/kube-proxy" --config "$RUN/$n/kube-proxy.yaml" --v=2 >/dev/null
-done
-metric() { # metric NODE NAME: the value of the IPv4 sample of NAME, or nothing
-	ip netns exec "$1" curl -fsS --max-time 2 http://127.0.0.1:10249/metrics 2>/dev/null |
-		awk -v m="$2" '$1 ~ "^"m"\\{" && $1 ~ /ip_family="IPv4"/ { print $2; exit }' || true
+# The fake nodes' kwok: all of them (by annotation), in the shared namespace;
+# its hostname names the pool, not one node.
+if ((E2E_SCALE_NODES > 0)); then
+	start_daemon kwok-scale "$LOGS/kwok-scale.log" ip netns exec "$SCALE_NETNS" unshare --uts -- \
+		sh -c 'hostname "$0" && exec "$@"' "$SCALE_NETNS" \
+		"$KWOK_BIN/kwok" --kubeconfig "$RUN/kwok.kubeconfig" \
+		--config "$E2E_ROOT/hack/e2e/kwok/stages.yaml" --config "$RUN/kwok-exec.yaml" \
+		--manage-nodes-with-annotation-selector "$SCALE_KWOK_ANNOTATION=scale" \
+		--node-ip "$SCALE_IP" --node-port 10250 --server-address "$SCALE_IP:10250" \
+		--tls-cert-file "$PKI/kubelet.crt" --tls-private-key-file "$PKI/kubelet.key" >/dev/null
+fi
+# ready_nodes SELECTOR: how many nodes SELECTOR matches are Ready.
+ready_nodes() {
+	kc get nodes -l "$1" -o 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
+		grep -cx True || true
 }
 for n in "${NODES[@]}"; do
 	for ((i = 0; i < 600; i++)); do
-		ts=$(metric "$n" kubeproxy_sync_proxy_rules_last_timestamp_seconds)
-		[[ -n $ts && $ts != 0 ]] && break
-		alive_pid "kube-proxy-$n" >/dev/null || die "kube-proxy on $n exited: $(tail -5 "$LOGS/kube-proxy-$n.log")"
+		[[ $(ready_nodes "kubernetes.io/hostname=$n") == 1 ]] && break
+		alive_pid "kwok-$n" >/dev/null || die "kwok on $n exited: $(tail -5 "$LOGS/kwok-$n.log")"
 		sleep 0.1
 	done
-	[[ -n $ts && $ts != 0 ]] || die "kube-proxy on $n did not sync within 60 s ($LOGS/kube-proxy-$n.log)"
+	[[ $(ready_nodes "kubernetes.io/hostname=$n") == 1 ]] || die "node $n not Ready after 60 s (kwok log: $LOGS/kwok-$n.log)"
+done
+if ((E2E_SCALE_NODES > 0)); then
+	for ((i = 0; i < 600; i++)); do
+		ready=$(ready_nodes "$SCALE_POOL_LABEL=scale")
+		((ready == E2E_SCALE_NODES)) && break
+		alive_pid kwok-scale >/dev/null || die "kwok of the fake nodes exited: $(tail -5 "$LOGS/kwok-scale.log")"
+		sleep 0.2
+	done
+	((ready == E2E_SCALE_NODES)) || die "$ready of $E2E_SCALE_NODES fake nodes Ready after 120 s (kwok log: $LOGS/kwok-scale.log)"
+fi
+create_parallel "${pod_lists[@]}"
+# ... and the status that controller would report.
+for n in "${NETNS[@]}"; do
+	count=1
+	[[ $n != "$SCALE_NETNS" ]] || count=$E2E_SCALE_NODES
+	kc -n kube-system patch daemonset "${PROXY_CM[$n]}" --subresource=status --type=merge -p "{\"status\":{\"currentNumberScheduled\":$count,\"desiredNumberScheduled\":$count,\"numberAvailable\":$count,\"numberMisscheduled\":0,\"numberReady\":$count,\"updatedNumberScheduled\":$count,\"observedGeneration\":1}}" >/dev/null
+done
+
+# --- kube-proxy on each node (and one for all the fake nodes) -------------------
+# Its hostnameOverride and the name of its process (kube-proxy-NAME, log too).
+declare -A PROXY_HOST=([node-a]=node-a [node-b]=node-b [$SCALE_NETNS]=$SCALE_PROXY_NODE)
+declare -A PROXY_NAME=([node-a]=node-a [node-b]=node-b [$SCALE_NETNS]=scale)
+for n in "${NETNS[@]}"; do
+	mkdir -p "$RUN/$n"
+	proxy_config "${PROXY_MODE[$n]}" "$RUN/kube-proxy.kubeconfig" "${PROXY_HOST[$n]}" "${SYNC_PERIOD[$n]}" |
+		write_if_changed "$RUN/$n/kube-proxy.yaml"
+	start_daemon "kube-proxy-${PROXY_NAME[$n]}" "$LOGS/kube-proxy-${PROXY_NAME[$n]}.log" \
+		ip netns exec "$n" "$K8S_BIN/kube-proxy" --config "$RUN/$n/kube-proxy.yaml" --v=2 >/dev/null
+done
+metric() { # metric NETNS NAME: the value of the IPv4 sample of NAME, or nothing
+	ip netns exec "$1" curl -fsS --max-time 2 http://127.0.0.1:10249/metrics 2>/dev/null |
+		awk -v m="$2" '$1 ~ "^"m"\\{" && $1 ~ /ip_family="IPv4"/ { print $2; exit }' || true
+}
+for n in "${NETNS[@]}"; do
+	name=kube-proxy-${PROXY_NAME[$n]}
+	for ((i = 0; i < 600; i++)); do
+		ts=$(metric "$n" kubeproxy_sync_proxy_rules_last_timestamp_seconds)
+		[[ -n $ts && $ts != 0 ]] && break
+		alive_pid "$name" >/dev/null || die "kube-proxy in $n exited: $(tail -5 "$LOGS/$name.log")"
+		sleep 0.1
+	done
+	[[ -n $ts && $ts != 0 ]] || die "kube-proxy in $n did not sync within 60 s ($LOGS/$name.log)"
 done
 
 cat >"$RUN/env" <<EOF
@@ -541,7 +642,15 @@ E2E_SUBNET=$E2E_SUBNET
 E2E_BRIDGE=$BRIDGE
 E2E_APISERVER=$SERVER
 E2E_NODES=${NODES[*]}
+E2E_SCALE_NODES=$E2E_SCALE_NODES
+E2E_SCALE_NETNS=$( ((E2E_SCALE_NODES == 0)) || echo "$SCALE_NETNS")
+E2E_SCALE_SELECTOR=$SCALE_POOL_LABEL=scale
+E2E_SCALE_GROUP_LABEL=$SCALE_GROUP_LABEL
+E2E_SCALE_PREFIX=$SCALE_PREFIX
+E2E_SCALE_PROXY_NODE=$SCALE_PROXY_NODE
 EOF
 failed=0
-log "cluster up in $((SECONDS - T0))s (build/cache check $((T_BUILT - T0))s, apiserver ready at $((T_APISERVER - T0))s); KUBECONFIG=$ADMIN_KUBECONFIG"
+scale=""
+((E2E_SCALE_NODES == 0)) || scale=" with $E2E_SCALE_NODES fake nodes in $SCALE_NETNS"
+log "cluster up$scale in $((SECONDS - T0))s (build/cache check $((T_BUILT - T0))s, apiserver ready at $((T_APISERVER - T0))s); KUBECONFIG=$ADMIN_KUBECONFIG"
 echo "$RUN/env"
