@@ -134,7 +134,18 @@ func supervise() int {
 	}
 	say("cluster parts ready in %s (cached in .cache/e2e/bin)", time.Since(buildStart).Round(100*time.Millisecond))
 
-	// 2. Bring the cluster up; from here on, always tear down.
+	// 2. One cluster per machine: wait for another run to finish (the lock
+	// dies with its holder, so a killed run never blocks us), and tell up.sh
+	// that leftovers recorded by a harness are a dead one's.
+	unlock, err := machineLock(sigs, timeout.C)
+	if err != nil {
+		say("FAIL: %v", err)
+		return 1
+	}
+	defer unlock()
+	os.Setenv("E2E_MACHINE_LOCKED", "1")
+
+	// 3. Bring the cluster up; from here on, always tear down.
 	var envPath bytes.Buffer
 	code, interrupted := runScript(sigs, timeout.C, "", &envPath, "hack/e2e/up.sh")
 	pids := recordedPIDs()
@@ -146,7 +157,7 @@ func supervise() int {
 		exit = runChild(sigs, timeout.C, strings.TrimSpace(envPath.String()), end)
 	}
 
-	// 3. Tear down and check that nothing is left.
+	// 4. Tear down and check that nothing is left.
 	downStart := time.Now()
 	signal.Reset(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP) // a second ^C must not stop the teardown
@@ -164,6 +175,36 @@ func supervise() int {
 	}
 	say("total %s", time.Since(start).Round(100*time.Millisecond))
 	return exit
+}
+
+// machineLock takes the machine-wide e2e lock (hack/e2e/lib.sh
+// MACHINE_LOCK), waiting while another run holds it. The file is opened
+// close-on-exec, so the cluster's daemons never inherit it.
+func machineLock(sigs <-chan os.Signal, timeout <-chan time.Time) (unlock func(), err error) {
+	const path = "/run/kubectl-proxyrules-e2e.lock"
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the machine lock %s: %v", path, err)
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		say("another e2e run holds %s: waiting for it to finish", path)
+		got := make(chan error, 1)
+		go func() { got <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+		select {
+		case err := <-got:
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("locking %s: %v", path, err)
+			}
+		case s := <-sigs:
+			f.Close()
+			return nil, fmt.Errorf("%v while waiting for another e2e run", s)
+		case <-timeout:
+			f.Close()
+			return nil, fmt.Errorf("test deadline reached while waiting for another e2e run (%s)", path)
+		}
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
 func rel(p string) string {

@@ -3,8 +3,10 @@
 # kwok as the kubelet, and in scale mode 100 fake nodes sharing a third
 # namespace with one kwok and one kube-proxy) and the plugin run against it.
 # See hack/e2e/ and e2e/. Included from the Makefile; GO comes from there.
-# Only one cluster runs on a machine at a time: on a shared one, run these
-# under one lock (flock /tmp/e2e.lock make e2e).
+# Only one cluster runs on a machine at a time: the suite takes a machine-wide
+# lock (/run/kubectl-proxyrules-e2e.lock) and waits for another run; the
+# leftovers of a run that was killed (no teardown) are torn down from the
+# records it kept in /run/kubectl-proxyrules-e2e/.
 #
 #   make e2e        bring a cluster up, run the suite, tear it down (root; skips with one line otherwise);
 #                   the sweep tests run on the fake nodes (E2E_SCALE_NODES, default 100; 0: none, they skip)

@@ -52,5 +52,8 @@ if [[ -f $RUN/created ]]; then
 	done < <(tac "$RUN/created")
 fi
 rm -rf "$RUN"
+if [[ -f $OWNER ]] && read -r owner _ <"$OWNER" && [[ $owner == "$RUN" ]]; then
+	rm -rf "$OWNER" "$RECORDS"
+fi
 log "torn down in $((SECONDS - T0))s"
 exit $rc

@@ -10,7 +10,7 @@ export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 
 E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 E2E_CACHE="${E2E_CACHE:-$E2E_ROOT/.cache/e2e}"
-RUN="$E2E_CACHE/run"  # state of the running cluster: pki, kubeconfigs, configs, pids, etcd data
+RUN="${E2E_RUN_DIR:-$E2E_CACHE/run}" # state of the running cluster: pki, kubeconfigs, configs, pids, etcd data
 LOGS="$E2E_CACHE/logs" # logs of the last bring-up, kept after teardown
 
 # The private test subnet (a /24, given as its first three octets). 192.0.2.0/24
@@ -50,10 +50,26 @@ scale_pod_cidr() { echo "10.244.$((128 + $1 / 4)).$((64 * ($1 % 4)))/26"; }
 # its Local-policy chains point at no node and every fake node reads as itself.
 SCALE_PROXY_NODE=$(scale_node 0)
 
+# One cluster per machine: the names, the subnet and the ports above are
+# machine-wide. up.sh records which state directory owns them in $OWNER (and
+# whether a test harness started it); down.sh removes the record. The Go
+# harness (e2e/main_test.go) holds $MACHINE_LOCK from bring-up to teardown,
+# so a second run on the same machine waits, and a record left by a harness
+# that died (SIGKILL: no teardown ran) can be reclaimed safely.
+MACHINE_STATE=/run/kubectl-proxyrules-e2e
+OWNER="$MACHINE_STATE/owner"
+MACHINE_LOCK="$MACHINE_STATE.lock"
+# A copy of the records (created list, pid files) outside the checkout, so
+# that leftovers can be torn down even when the dead run's checkout is gone.
+RECORDS="$MACHINE_STATE/records"
+
 log() { echo "e2e: $*" >&2; }
 die() { echo "e2e: $*" >&2; exit 1; }
 
-record() { echo "$*" >>"$RUN/created"; }
+record() {
+	echo "$*" >>"$RUN/created"
+	[[ $RUN == "$RECORDS" ]] || echo "$*" >>"$RECORDS/created"
+}
 
 # proc_start PID: the process start time (field 22 of /proc/PID/stat); fails
 # when there is no such process or it has exited (a zombie not reaped yet).
@@ -76,6 +92,10 @@ start_daemon() {
 	st=$(proc_start "$pid") || st=0
 	mkdir -p "$RUN/pids"
 	echo "$pid $st" >"$RUN/pids/$name.pid"
+	if [[ $RUN != "$RECORDS" ]]; then
+		mkdir -p "$RECORDS/pids"
+		echo "$pid $st" >"$RECORDS/pids/$name.pid"
+	fi
 	echo "$pid"
 }
 

@@ -39,6 +39,25 @@ if ((E2E_SCALE_NODES > 0)); then
 	NETNS+=("$SCALE_NETNS")
 	NETNS_IP[$SCALE_NETNS]=$SCALE_IP NETNS_VETH[$SCALE_NETNS]=$SCALE_VETH
 fi
+
+# --- leftovers of an interrupted run --------------------------------------------
+# The harness holds the machine lock (E2E_MACHINE_LOCKED=1), so a cluster
+# recorded by another harness is a dead one's: tear it down from its own
+# records (pid files with start times, the created list), then go on. A
+# cluster brought up by hand (make e2e-up) is never touched.
+reclaim() {
+	[[ -f $OWNER ]] || return 0
+	local other by
+	read -r other by <"$OWNER" || true
+	if [[ ${E2E_MACHINE_LOCKED:-} == 1 && $by == harness ]]; then
+		log "reclaiming the leftovers of an interrupted run (recorded in $other)"
+		E2E_RUN_DIR=$RECORDS "$E2E_ROOT/hack/e2e/down.sh" || die "could not tear down the interrupted run's leftovers ($RECORDS)"
+		rm -rf "$other" "$OWNER"
+		return 0
+	fi
+	die "another cluster runs on this machine (state in $other): E2E_RUN_DIR=$other hack/e2e/down.sh tears it down"
+}
+reclaim
 if [[ -e $RUN/created || -d $RUN/pids ]]; then
 	die "a cluster (or its leftovers) is recorded in $RUN: run hack/e2e/down.sh first"
 fi
@@ -77,7 +96,10 @@ mapfile -t dirs < <("$E2E_ROOT/hack/e2e/build.sh" --print)
 K8S_BIN=${dirs[0]} ETCD_BIN=${dirs[1]} KWOK_BIN=${dirs[2]}
 T_BUILT=$SECONDS
 
-mkdir -p "$RUN" "$LOGS"
+mkdir -p "$RUN" "$LOGS" "$MACHINE_STATE"
+rm -rf "$RECORDS"
+mkdir -p "$RECORDS"
+echo "$RUN $( [[ ${E2E_MACHINE_LOCKED:-} == 1 ]] && echo harness || echo hand)" >"$OWNER"
 rm -f "$LOGS"/{etcd,kube-apiserver,openssl}.log "$LOGS"/kube-proxy-*.log "$LOGS"/kwok-*.log
 : >"$RUN/created"
 failed=1
