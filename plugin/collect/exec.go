@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -219,10 +220,24 @@ func unquoteArgs(s string) ([]string, bool) {
 // metrics listen on the node's loopback, which only the pod's network
 // namespace reaches; no curl is needed in the image).
 func (r *RemoteRunner) Get(ctx context.Context, t Target, port int, path string, w io.Writer) error {
+	get, done, err := r.Forward(ctx, t, port)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return get(ctx, path, w)
+}
+
+// Forward opens one port-forward to the pod's port and returns a GET through
+// it, for as many requests as the caller makes until done: each request is a
+// stream of the one connection, where a port-forward per request costs a TLS
+// handshake with the API server and one from it to the kubelet (most of a
+// sweep's CPU on the cluster's side).
+func (r *RemoteRunner) Forward(ctx context.Context, t Target, port int) (get func(ctx context.Context, path string, w io.Writer) error, done func(), err error) {
 	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("portforward")
 	transport, upgrader, err := spdy.RoundTripperFor(r.Config)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", req.URL())
 	if ws, err := portforward.NewSPDYOverWebsocketDialer(req.URL(), r.Config); err == nil {
@@ -231,33 +246,73 @@ func (r *RemoteRunner) Get(ctx context.Context, t Target, port int, path string,
 		})
 	}
 	pfCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	ready := make(chan struct{})
-	var pfErr bytes.Buffer
-	pf, err := portforward.NewOnAddressesWithContext(pfCtx, dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, ready, io.Discard, &pfErr)
+	pfErr := &lockedBuffer{}
+	pf, err := portforward.NewOnAddressesWithContext(pfCtx, dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, ready, io.Discard, pfErr)
 	if err != nil {
-		return err
+		cancel()
+		return nil, nil, err
 	}
 	forwarded := make(chan error, 1)
 	go func() { forwarded <- pf.ForwardPorts() }()
 	select {
 	case <-ready:
 	case err := <-forwarded:
-		return fmt.Errorf("port-forward to %s/%s:%d: %w", t.Namespace, t.Pod, port, err)
+		cancel()
+		return nil, nil, fmt.Errorf("port-forward to %s/%s:%d: %w", t.Namespace, t.Pod, port, err)
 	case <-ctx.Done():
-		return ctx.Err()
+		cancel()
+		return nil, nil, ctx.Err()
 	}
 	ports, err := pf.GetPorts()
 	if err != nil || len(ports) == 0 {
-		return fmt.Errorf("port-forward to %s/%s:%d: no local port", t.Namespace, t.Pod, port)
+		cancel()
+		return nil, nil, fmt.Errorf("port-forward to %s/%s:%d: no local port", t.Namespace, t.Pod, port)
 	}
-	err = getLoopback(ctx, ports[0].Local, port, path, w)
-	var terr *transportError
-	if msg := strings.TrimSpace(pfErr.String()); errors.As(err, &terr) && msg != "" {
-		// The port-forward says why better than the local connection.
-		err = fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s", port, path, firstLine(msg))
+	local := ports[0].Local
+	get = func(ctx context.Context, path string, w io.Writer) error {
+		seen := pfErr.Len()
+		err := getLoopback(ctx, local, port, path, w)
+		var terr *transportError
+		if msg := strings.TrimSpace(pfErr.Since(seen)); errors.As(err, &terr) && msg != "" {
+			// The port-forward says why better than the local connection.
+			err = fmt.Errorf("GET 127.0.0.1:%d%s on the node: %s", port, path, firstLine(msg))
+		}
+		return err
 	}
-	return err
+	done = func() {
+		cancel()
+		pf.Close()
+	}
+	return get, done, nil
+}
+
+// lockedBuffer collects what the port-forward writes from its goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// Since returns what was written after the first n bytes.
+func (b *lockedBuffer) Since(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.buf.Len() {
+		return ""
+	}
+	return string(b.buf.Bytes()[n:])
 }
 
 // transportError is a GET that got no answer.

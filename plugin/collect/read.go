@@ -3,6 +3,7 @@ package collect
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,9 @@ import (
 // objects are the API objects a service-scoped read takes the Service's
 // chain names from; metricsPort is where kube-proxy answers.
 func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects, metricsPort int) error {
-	probe, err := c.probe(ctx, w, t, metricsPort)
+	get, closeForward := c.metricsGetter(t, metricsPort)
+	defer closeForward()
+	probe, err := c.probe(ctx, w, t, metricsPort, get)
 	if err != nil {
 		return err
 	}
@@ -30,7 +33,7 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	// and duration, which the lifetime means hide.
 	var before bytes.Buffer
 	start := time.Now()
-	if err := c.Runner.Get(ctx, t, metricsPort, "/metrics", &before); err == nil {
+	if err := get(ctx, "/metrics", &before); err == nil {
 		f := BundleFile{Path: "metrics-before.txt", Kind: KindMetrics, Command: fmt.Sprintf("GET 127.0.0.1:%d/metrics", metricsPort), Seconds: time.Since(start).Seconds()}
 		if err := w.write(f, before.Bytes()); err != nil {
 			return err
@@ -55,7 +58,7 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	} {
 		var buf bytes.Buffer
 		start := time.Now()
-		if err := c.Runner.Get(ctx, t, metricsPort, ep.path, &buf); err != nil {
+		if err := get(ctx, ep.path, &buf); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -70,12 +73,50 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	return nil
 }
 
+// getFunc fetches a path of kube-proxy's metrics server on the node.
+type getFunc func(ctx context.Context, path string, w io.Writer) error
+
+// forwarder is a Runner that can keep one port-forward open for several GETs.
+type forwarder interface {
+	Forward(ctx context.Context, t Target, port int) (get func(ctx context.Context, path string, w io.Writer) error, done func(), err error)
+}
+
+// metricsGetter returns the GET of kube-proxy's endpoints that one read
+// uses: through one port-forward opened at the first request and closed by
+// done, reopened after a request that got no answer (the connection may be
+// gone); a Runner without port-forwards answers each Get on its own.
+func (c *Collector) metricsGetter(t Target, port int) (get getFunc, done func()) {
+	f, ok := c.Runner.(forwarder)
+	if !ok {
+		return func(ctx context.Context, path string, w io.Writer) error { return c.Runner.Get(ctx, t, port, path, w) }, func() {}
+	}
+	var open getFunc
+	closeOpen := func() {}
+	get = func(ctx context.Context, path string, w io.Writer) error {
+		if open == nil {
+			g, d, err := f.Forward(ctx, t, port)
+			if err != nil {
+				return err
+			}
+			open, closeOpen = g, d
+		}
+		err := open(ctx, path, w)
+		var terr *transportError
+		if errors.As(err, &terr) {
+			closeOpen()
+			open, closeOpen = nil, func() {}
+		}
+		return err
+	}
+	return get, func() { closeOpen() }
+}
+
 // probe learns the proxy mode and the iptables backend in one exec.
-func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metricsPort int) (Probe, error) {
+func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metricsPort int, get getFunc) (Probe, error) {
 	c.Progress.Step("probing the node (iptables backend, nftables tables, proxy mode)")
 	var p Probe
 	var mode bytes.Buffer
-	if err := c.Runner.Get(ctx, t, metricsPort, "/proxyMode", &mode); err == nil {
+	if err := get(ctx, "/proxyMode", &mode); err == nil {
 		p.ProxyMode = kubeproxy.Mode(strings.TrimSpace(mode.String()))
 		if err := w.write(BundleFile{Path: "proxymode.txt", Kind: KindProxyMode, Command: fmt.Sprintf("GET 127.0.0.1:%d/proxyMode", metricsPort)}, mode.Bytes()); err != nil {
 			return p, err
