@@ -62,7 +62,9 @@ type ServicePortDiff struct {
 
 // DiffEntry is one thing one side has programmed.
 type DiffEntry struct {
-	// What: chain (a per-service chain of that kind), endpoint, entry.
+	// What: chain (a per-service chain of that kind), endpoint (reached
+	// by some traffic), route (an endpoint the traffic of Kind reaches),
+	// entry.
 	What string `json:"what"`
 	// Kind: the chain kind (service, local, external, firewall) or the
 	// entry kind (clusterIP, nodePort, …).
@@ -161,7 +163,7 @@ func Diff(in DiffSides) *NodeDiff {
 		}
 	}
 	for _, k := range order {
-		onlyA, onlyB := minus(a[k], b[k]), minus(b[k], a[k])
+		onlyA, onlyB := withoutRoutesOfOwnEndpoints(minus(a[k], b[k])), withoutRoutesOfOwnEndpoints(minus(b[k], a[k]))
 		if len(onlyA) == 0 && len(onlyB) == 0 {
 			d.Same++
 			continue
@@ -217,6 +219,10 @@ func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEnt
 						if h.Chain != "" {
 							chains[h.Endpoint] = h.Chain
 						}
+						// Which endpoints each kind of traffic reaches:
+						// with a Local policy the nodes rightly differ
+						// here while all reach every endpoint somehow.
+						add(k, DiffEntry{What: "route", Kind: r.Traffic, Detail: h.Endpoint, Chain: h.Chain})
 					}
 				}
 				for _, ep := range pp.Endpoints {
@@ -247,7 +253,7 @@ func minus(a, b map[string]DiffEntry) []DiffEntry {
 			out = append(out, e)
 		}
 	}
-	rank := map[string]int{"entry": 0, "chain": 1, "endpoint": 2, "stale chain": 3}
+	rank := map[string]int{"entry": 0, "chain": 1, "endpoint": 2, "route": 3, "stale chain": 4}
 	sort.Slice(out, func(i, j int) bool {
 		if rank[out[i].What] != rank[out[j].What] {
 			return rank[out[i].What] < rank[out[j].What]
@@ -257,6 +263,25 @@ func minus(a, b map[string]DiffEntry) []DiffEntry {
 		}
 		return out[i].Detail < out[j].Detail
 	})
+	return out
+}
+
+// withoutRoutesOfOwnEndpoints drops the routes to an endpoint the same list
+// already has as only on that side: the endpoint line says it; routes say
+// something only for an endpoint both sides reach, by different traffic.
+func withoutRoutesOfOwnEndpoints(entries []DiffEntry) []DiffEntry {
+	own := map[string]bool{}
+	for _, e := range entries {
+		if e.What == "endpoint" {
+			own[e.Detail] = true
+		}
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if e.What != "route" || !own[e.Detail] {
+			out = append(out, e)
+		}
+	}
 	return out
 }
 
@@ -378,6 +403,8 @@ func (e DiffEntry) String() string {
 		parts = append(parts, "stale "+e.Kind+" chain", e.Detail)
 	case "entry":
 		parts = append(parts, e.Kind, e.Detail)
+	case "route":
+		parts = append(parts, e.Kind, "traffic reaches", e.Detail)
 	default:
 		parts = append(parts, e.What, e.Detail)
 	}

@@ -124,3 +124,34 @@ func TestDiffRemovedJump(t *testing.T) {
 		t.Errorf("notes: %v", bare.Notes)
 	}
 }
+
+// A Local traffic policy's nodes reach the same endpoints for cluster
+// traffic and different ones for external traffic: the diff says which
+// traffic reaches what, not only which endpoints some traffic reaches. B is
+// kube-proxy's rules for small-v1.37 without the jump of the local-endpoints
+// chain of shop/ingress:http (externalTrafficPolicy Local) to its one local
+// endpoint, which cluster traffic still reaches.
+func TestDiffLocalTrafficRoutes(t *testing.T) {
+	dir := fixture.Dir("small-v1.37")
+	a, _ := fixture.Load(t, dir, "iptables/save-legacy-ipv4.txt")
+	text, _ := fixture.Text(t, dir, "iptables/save-legacy-ipv4.txt")
+	const jump = `-A KUBE-SVL-KKIQHC5ZC4IBF76O -m comment --comment "shop/ingress:http -> 10.244.0.51:8080" -j KUBE-SEP-J3CSYAOACR6KUZIC` + "\n"
+	if !strings.Contains(text, jump) {
+		t.Fatal("the fixture no longer has the local jump of shop/ingress:http")
+	}
+	b := fixture.Parse(t, strings.Replace(text, jump, "", 1), "without the local jump")
+	objs := fixture.Objects(t, dir)
+	d := Diff(DiffSides{A: &Node{Ruleset: a, Objects: objs}, B: &Node{Ruleset: b, Objects: objs}})
+	if len(d.ServicePorts) != 1 || d.ServicePorts[0].ServicePort != "shop/ingress:http" {
+		t.Fatalf("want one Service port that differs, shop/ingress:http; got %+v", d.ServicePorts)
+	}
+	sp := d.ServicePorts[0]
+	var got []string
+	for _, e := range sp.OnlyA {
+		got = append(got, e.String())
+	}
+	want := []string{"external traffic reaches 10.244.0.51:8080 (KUBE-SEP-J3CSYAOACR6KUZIC)"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") || len(sp.OnlyB) != 0 {
+		t.Errorf("only in A %q, only in B %+v; want %q and nothing", got, sp.OnlyB, want)
+	}
+}

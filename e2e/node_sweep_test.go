@@ -396,11 +396,13 @@ func TestSweepMatchesSingleNode(t *testing.T) {
 
 // TestSweepTiming: 100 fake nodes swept with --parallel 10 against one
 // node's time. The goal (issue 15) is 1.3 × (100/10 × one node's time).
-// On a machine with fewer cores than --parallel the sweep cannot be faster
-// than the CPU it needs (the plugin's and the cluster's: API server, etcd,
-// kwok and the commands it runs) spread over the cores, so the bound
-// asserted is twice the larger of the ideal and that CPU floor; a sweep one
-// node after the other exceeds it. Times and ratios are logged for the README.
+// That ideal assumes the cores for ten reads at once; with fewer, a sweep
+// cannot finish before the CPU it needs (the plugin's and the cluster's: API
+// server, etcd, kwok and the commands it runs) spread over the cores. So the
+// goal asserted is 1.3 × the larger of the ideal and that CPU floor (on a
+// machine with the cores, exactly the issue's goal), and, so that wasted
+// CPU cannot hide in the floor, a node in the sweep may cost no more CPU
+// than a single-node run. Times and ratios are logged for the README.
 func TestSweepTiming(t *testing.T) {
 	s := scaleCluster(t)
 	waitSynced(t, markSync(t, s.netns), 0, 0)
@@ -433,18 +435,22 @@ func TestSweepTiming(t *testing.T) {
 	n, cores := float64(s.nodes), float64(runtime.NumCPU())
 	ideal := time.Duration(n / sweepParallel * float64(one))
 	floor := time.Duration(float64(sweepCPU) / cores)
-	bound := 2 * max(ideal, floor)
+	bound := time.Duration(1.3 * float64(max(ideal, floor)))
+	perNode := sweepCPU / time.Duration(s.nodes)
 	t.Logf("one node: %s (median of %s), CPU %s (plugin and cluster)", one.Round(10*time.Millisecond), ones, oneCPU.Round(10*time.Millisecond))
 	t.Logf("sweep of %d nodes --parallel %d: %s, CPU %s (%s a node), plugin max RSS %d MiB, %d pods at once at most",
 		s.nodes, sweepParallel, r.took.Round(10*time.Millisecond), sweepCPU.Round(10*time.Millisecond),
-		(sweepCPU / time.Duration(s.nodes)).Round(time.Millisecond), r.maxRSSKiB/1024, r.pods.maxLive)
-	t.Logf("ideal %d/%d × one node = %s: the sweep took %.2f × that (goal ≤ 1.3); CPU floor on %g cores %s (%.2f × ideal); bound asserted %s; one node after the other: %s",
+		perNode.Round(time.Millisecond), r.maxRSSKiB/1024, r.pods.maxLive)
+	t.Logf("ideal %d/%d × one node = %s: the sweep took %.2f × that (goal ≤ 1.3); CPU floor on %g cores %s (%.2f × ideal): the sweep took %.2f × the floor; bound asserted %s; one node after the other: %s",
 		s.nodes, sweepParallel, ideal.Round(10*time.Millisecond), float64(r.took)/float64(ideal), cores,
-		floor.Round(10*time.Millisecond), float64(floor)/float64(ideal), bound.Round(10*time.Millisecond),
+		floor.Round(10*time.Millisecond), float64(floor)/float64(ideal), float64(r.took)/float64(floor), bound.Round(10*time.Millisecond),
 		time.Duration(n*float64(one)).Round(100*time.Millisecond))
 	if r.took > bound {
-		t.Errorf("the sweep of %d nodes took %s, more than %s (2 × max(ideal %s, CPU floor %s))",
+		t.Errorf("the sweep of %d nodes took %s, more than %s (1.3 × max(ideal %s, CPU floor %s))",
 			s.nodes, r.took.Round(10*time.Millisecond), bound.Round(10*time.Millisecond), ideal.Round(10*time.Millisecond), floor.Round(10*time.Millisecond))
+	}
+	if perNode > oneCPU {
+		t.Errorf("a node in the sweep cost %s of CPU, more than a single-node run's %s: the sweep wastes work per node", perNode.Round(time.Millisecond), oneCPU.Round(time.Millisecond))
 	}
 }
 
@@ -677,7 +683,7 @@ func TestSweepExplain(t *testing.T) {
 // nodeDiff is `diff -o json` (kind NodeDiff).
 type nodeDiff struct {
 	Kind         string
-	Same         bool
+	Same         int // Service ports programmed alike
 	Status       string
 	ServicePorts []struct {
 		ServicePort  string `json:"servicePort"`
@@ -694,8 +700,11 @@ func runDiff(t *testing.T, a, b string, wantCode int) nodeDiff {
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || d.Kind != "NodeDiff" {
 		t.Fatalf("%v: kind %q, %v\n%.500s\nstderr: %s", r, d.Kind, err, r.stdout, tail(r.stderr, 2000))
 	}
-	if r.code != wantCode || d.Same != (wantCode == 0) {
-		t.Errorf("%v, same %v; want exit %d\n%s", r, d.Same, wantCode, tail(r.stdout, 3000))
+	if r.code != wantCode || (len(d.ServicePorts) == 0) != (wantCode == 0) || d.Status != map[bool]string{true: "healthy", false: "problems"}[wantCode == 0] {
+		t.Errorf("%v: status %q, %d service ports differ; want exit %d\n%s", r, d.Status, len(d.ServicePorts), wantCode, tail(r.stdout, 3000))
+	}
+	if d.Same == 0 {
+		t.Errorf("%v: no Service port programmed alike on both sides (the scenario's Services are on every node)", r)
 	}
 	var ports []string
 	for _, sp := range d.ServicePorts {
@@ -757,5 +766,14 @@ func TestSweepDiff(t *testing.T) {
 			t.Errorf("diff of the bundles: the new endpoint %s is not among what only the later bundle has: %s", ip, onlyAfter)
 		}
 	}
-	runDiff(t, before, before, 0)
+	// The same bundle under two names: nothing differs. (The same path
+	// twice is refused as a mistake.)
+	same := filepath.Join(dir, "before-copy.tar.gz")
+	if b, err := os.ReadFile(before); err != nil || os.WriteFile(same, b, 0o600) != nil {
+		t.Fatalf("copying %s: %v", before, err)
+	}
+	runDiff(t, before, same, 0)
+	if _, errOut, code := plugin(t, "diff", before, before); code != 1 || !strings.Contains(errOut, "a diff needs two") {
+		t.Errorf("diff of one bundle with itself: exit %d, %q; want exit 1 saying a diff needs two", code, errOut)
+	}
 }
