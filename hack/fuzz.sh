@@ -11,7 +11,22 @@ for pkg in $($go list ./... ); do
     # Minimising a new interesting input may take up to 60 s by default and
     # outlast -fuzztime, which go test then reports as "context deadline
     # exceeded" (no crash, no input saved): keep it short.
-    $go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg" >/tmp/fuzz-$$.log 2>&1 || { cat /tmp/fuzz-$$.log; rm -f /tmp/fuzz-$$.log; echo "fuzz: $passed passed, 1 failed"; exit 1; }
+    # A bare "context deadline exceeded" with no input written is a race in
+    # Go's fuzzing coordinator at the end of -fuzztime (golang/go#75804),
+    # not a finding: that run is repeated once. A crash always fails.
+    dir=$($go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$target
+    for attempt in 1 2; do
+      before=$(ls "$dir" 2>/dev/null | wc -l)
+      if $go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg" >/tmp/fuzz-$$.log 2>&1; then
+        break
+      fi
+      after=$(ls "$dir" 2>/dev/null | wc -l)
+      if [[ $attempt == 1 && $after == "$before" ]] && grep -q '^    context deadline exceeded$' /tmp/fuzz-$$.log && ! grep -q 'Failing input written\|panic:' /tmp/fuzz-$$.log; then
+        echo "fuzz: $target: the fuzzing coordinator's deadline race (golang/go#75804, no input written): once more"
+        continue
+      fi
+      cat /tmp/fuzz-$$.log; rm -f /tmp/fuzz-$$.log; echo "fuzz: $passed passed, 1 failed"; exit 1
+    done
     passed=$((passed + 1))
   done
 done
