@@ -134,7 +134,10 @@ type RouteHop struct {
 	Chain    string  `json:"chain,omitempty"` // KUBE-SEP-…, endpoint-…; empty for an inline DNAT
 	Endpoint string  `json:"endpoint"`
 	Share    float64 `json:"share"`
-	Rule     string  `json:"rule"`
+	// Rule is the rule that picks the endpoint; of an nftables numgen
+	// map, with only this endpoint's entry (the whole map, once per hop,
+	// would make the output grow with the square of the endpoints).
+	Rule string `json:"rule"`
 }
 
 // EndpointPath is one endpoint, in the rules and/or the EndpointSlices.
@@ -971,12 +974,13 @@ func nftRoute(t *inspect.NFTTable, traffic string, chains []string) Route {
 				rt.AffinitySeconds = int(s.Timeout.Seconds())
 			}
 		case in.Numgen > 0:
+			entries := numgenEntries(r.Rule.Rule)
 			for i := 0; i < in.Numgen; i++ {
 				target, ok := in.NumgenTargets[i]
 				if !ok {
 					continue
 				}
-				hop := RouteHop{Share: 1 / float64(in.Numgen), Rule: r.Rule.Rule}
+				hop := RouteHop{Share: 1 / float64(in.Numgen), Rule: entries.rule(r.Rule.Rule, i)}
 				if ec := t.Chain(target); ec != nil {
 					hop.Chain = target
 					hop.Endpoint = nftChainDNAT(ec)
@@ -1000,6 +1004,66 @@ func nftRoute(t *inspect.NFTTable, traffic string, chains []string) Route {
 		}
 	}
 	return rt
+}
+
+// mapEntries are the entries of a rule's inline numgen map by key, and
+// where the map's braces are in the rule.
+type mapEntries struct {
+	open, close int
+	byKey       map[int]string
+}
+
+// numgenEntries splits the inline map that follows "numgen" in rule text
+// as nft lists it: `… numgen random mod 2 vmap { 0 : goto a, 1 : goto b }`.
+func numgenEntries(rule string) mapEntries {
+	at := strings.Index(rule, "numgen ")
+	if at < 0 {
+		return mapEntries{}
+	}
+	open := strings.IndexByte(rule[at:], '{')
+	if open < 0 {
+		return mapEntries{}
+	}
+	open += at
+	m := mapEntries{open: open, byKey: map[int]string{}}
+	depth, start := 0, open+1
+	for i := open; i < len(rule); i++ {
+		switch rule[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				m.add(rule[start:i])
+				m.close = i
+				return m
+			}
+		case ',':
+			if depth == 1 {
+				m.add(rule[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return mapEntries{} // unbalanced: keep the whole rule
+}
+
+func (m mapEntries) add(entry string) {
+	entry = strings.TrimSpace(entry)
+	key, _, ok := strings.Cut(entry, " : ")
+	if n, err := strconv.Atoi(strings.TrimSpace(key)); ok && err == nil {
+		m.byKey[n] = entry
+	}
+}
+
+// rule is the rule with only the entry of key in its map (the whole rule
+// when the entry is not found).
+func (m mapEntries) rule(rule string, key int) string {
+	entry, ok := m.byKey[key]
+	if !ok || m.close <= m.open {
+		return rule
+	}
+	return rule[:m.open+1] + " " + entry + " " + rule[m.close:]
 }
 
 func nftChainDNAT(c *inspect.NFTChain) string {
