@@ -5,6 +5,7 @@ set -euo pipefail
 fuzztime=${1:-10s}
 go=${GO:-go}
 passed=0
+inputs() { if [[ -d $1 ]]; then find "$1" -type f | wc -l; else echo 0; fi; }
 for pkg in $($go list ./... ); do
   for target in $($go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "fuzz: $pkg $target ($fuzztime)"
@@ -16,11 +17,11 @@ for pkg in $($go list ./... ); do
     # not a finding: that run is repeated once. A crash always fails.
     dir=$($go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$target
     for attempt in 1 2; do
-      before=$(ls "$dir" 2>/dev/null | wc -l)
+      before=$(inputs "$dir")
       if $go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg" >/tmp/fuzz-$$.log 2>&1; then
         break
       fi
-      after=$(ls "$dir" 2>/dev/null | wc -l)
+      after=$(inputs "$dir")
       if [[ $attempt == 1 && $after == "$before" ]] && grep -q '^    context deadline exceeded$' /tmp/fuzz-$$.log && ! grep -q 'Failing input written\|panic:' /tmp/fuzz-$$.log; then
         echo "fuzz: $target: the fuzzing coordinator's deadline race (golang/go#75804, no input written): once more"
         continue
