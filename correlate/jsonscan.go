@@ -76,15 +76,28 @@ func (s *jsonScanner) null() bool {
 // enterObject starts reading an object: true when it has a first member
 // (read it with key). null, and an empty object, give false (emptyOK
 // tells the two apart); another value is odd and skipped.
-func (s *jsonScanner) enterObject() (more, present bool) {
+func (s *jsonScanner) enterObject() (more, present bool) { return s.enter('{', '}') }
+
+// nextMember moves past a member's value: true when another follows.
+func (s *jsonScanner) nextMember() bool { return s.next('}') }
+
+// enterArray starts reading an array: true when it has a first element.
+// present is false for null; another value is odd and skipped.
+func (s *jsonScanner) enterArray() (more, present bool) { return s.enter('[', ']') }
+
+// nextElement moves past an element: true when another follows.
+func (s *jsonScanner) nextElement() bool { return s.next(']') }
+
+// enter starts reading a container that opens with open.
+func (s *jsonScanner) enter(open, close byte) (more, present bool) {
 	switch s.peek() {
-	case '{':
+	case open:
 		s.pos++
 		if s.depth++; s.depth > maxJSONDepth {
 			s.fail()
 			return false, false
 		}
-		if s.peek() == '}' {
+		if s.peek() == close {
 			s.pos++
 			s.depth--
 			return false, true
@@ -99,13 +112,14 @@ func (s *jsonScanner) enterObject() (more, present bool) {
 	return false, false
 }
 
-// nextMember moves past a member's value: true when another follows.
-func (s *jsonScanner) nextMember() bool {
+// next moves past a container's item: true when another follows, false at
+// close (or on a syntax error).
+func (s *jsonScanner) next(close byte) bool {
 	switch s.peek() {
 	case ',':
 		s.pos++
 		return true
-	case '}':
+	case close:
 		s.pos++
 		s.depth--
 		return false
@@ -136,46 +150,6 @@ func (s *jsonScanner) key() []byte {
 		return nil
 	}
 	return []byte(k)
-}
-
-// enterArray starts reading an array: true when it has a first element.
-// present is false for null; another value is odd and skipped.
-func (s *jsonScanner) enterArray() (more, present bool) {
-	switch s.peek() {
-	case '[':
-		s.pos++
-		if s.depth++; s.depth > maxJSONDepth {
-			s.fail()
-			return false, false
-		}
-		if s.peek() == ']' {
-			s.pos++
-			s.depth--
-			return false, true
-		}
-		return true, true
-	case 'n':
-		s.literal("null")
-		return false, false
-	}
-	s.odd = true
-	s.skip()
-	return false, false
-}
-
-// nextElement moves past an element: true when another follows.
-func (s *jsonScanner) nextElement() bool {
-	switch s.peek() {
-	case ',':
-		s.pos++
-		return true
-	case ']':
-		s.pos++
-		s.depth--
-		return false
-	}
-	s.fail()
-	return false
 }
 
 // scanString reads a string token at pos (which holds '"'): the token with
