@@ -215,7 +215,12 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 	return "", nil
 }
 
-func (r *fakeRunner) Get(ctx context.Context, t Target, port int, path string, w io.Writer) error {
+func (r *fakeRunner) Forward(ctx context.Context, t Target, port int) (GetFunc, func(), error) {
+	return func(ctx context.Context, path string, w io.Writer) error { return r.get(port, path, w) }, func() {}, nil
+}
+
+// get answers a GET from the canned bodies.
+func (r *fakeRunner) get(port int, path string, w io.Writer) error {
 	r.gets = append(r.gets, path)
 	r.ports = append(r.ports, port)
 	body, ok := r.bodies[path]

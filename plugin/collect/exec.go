@@ -43,9 +43,13 @@ type Runner interface {
 	// has a shell, one by one otherwise. Messages the commands print on
 	// stderr are returned with the error of the batch, if any.
 	Run(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (stderr string, err error)
-	// Get fetches http://127.0.0.1:PORT/PATH in the pod's network.
-	Get(ctx context.Context, t Target, port int, path string, w io.Writer) error
+	// Forward opens a way to http://127.0.0.1:PORT in the pod's network:
+	// get fetches a path there, as often as the caller asks, until done.
+	Forward(ctx context.Context, t Target, port int) (get GetFunc, done func(), err error)
 }
+
+// GetFunc fetches a path of an HTTP server reached through a Forward.
+type GetFunc func(ctx context.Context, path string, w io.Writer) error
 
 // RemoteRunner execs through the API server (pods/exec, pods/portforward),
 // over WebSocket with a fall back to SPDY, as kubectl does.
@@ -216,24 +220,12 @@ func unquoteArgs(s string) ([]string, bool) {
 	return out, len(out) > 0
 }
 
-// Get implements Runner with a port-forward to the pod (kube-proxy's
+// Forward implements Runner with one port-forward to the pod (kube-proxy's
 // metrics listen on the node's loopback, which only the pod's network
-// namespace reaches; no curl is needed in the image).
-func (r *RemoteRunner) Get(ctx context.Context, t Target, port int, path string, w io.Writer) error {
-	get, done, err := r.Forward(ctx, t, port)
-	if err != nil {
-		return err
-	}
-	defer done()
-	return get(ctx, path, w)
-}
-
-// Forward opens one port-forward to the pod's port and returns a GET through
-// it, for as many requests as the caller makes until done: each request is a
-// stream of the one connection, where a port-forward per request costs a TLS
-// handshake with the API server and one from it to the kubelet (most of a
-// sweep's CPU on the cluster's side).
-func (r *RemoteRunner) Forward(ctx context.Context, t Target, port int) (get func(ctx context.Context, path string, w io.Writer) error, done func(), err error) {
+// namespace reaches; no curl is needed in the image). Each GET is a stream
+// of the one connection, where a port-forward per request would cost a TLS
+// handshake with the API server and one from it to the kubelet.
+func (r *RemoteRunner) Forward(ctx context.Context, t Target, port int) (get GetFunc, done func(), err error) {
 	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("portforward")
 	transport, upgrader, err := spdy.RoundTripperFor(r.Config)
 	if err != nil {

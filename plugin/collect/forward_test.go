@@ -17,7 +17,7 @@ type forwardingRunner struct {
 	dropAfter      int // the first forward's GETs after this many get no answer; 0: never
 }
 
-func (r *forwardingRunner) Forward(ctx context.Context, t Target, port int) (func(context.Context, string, io.Writer) error, func(), error) {
+func (r *forwardingRunner) Forward(ctx context.Context, t Target, port int) (GetFunc, func(), error) {
 	r.opened++
 	forward, served := r.opened, 0
 	get := func(ctx context.Context, path string, w io.Writer) error {
@@ -25,7 +25,7 @@ func (r *forwardingRunner) Forward(ctx context.Context, t Target, port int) (fun
 		if forward == 1 && r.dropAfter > 0 && served > r.dropAfter {
 			return &transportError{"GET 127.0.0.1:10249" + path + " on the node: EOF"}
 		}
-		return r.fakeRunner.Get(ctx, t, port, path, w)
+		return r.fakeRunner.get(port, path, w)
 	}
 	return get, func() { r.closed++ }, nil
 }

@@ -73,28 +73,15 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	return nil
 }
 
-// getFunc fetches a path of kube-proxy's metrics server on the node.
-type getFunc func(ctx context.Context, path string, w io.Writer) error
-
-// forwarder is a Runner that can keep one port-forward open for several GETs.
-type forwarder interface {
-	Forward(ctx context.Context, t Target, port int) (get func(ctx context.Context, path string, w io.Writer) error, done func(), err error)
-}
-
 // metricsGetter returns the GET of kube-proxy's endpoints that one read
-// uses: through one port-forward opened at the first request and closed by
-// done, reopened after a request that got no answer (the connection may be
-// gone); a Runner without port-forwards answers each Get on its own.
-func (c *Collector) metricsGetter(t Target, port int) (get getFunc, done func()) {
-	f, ok := c.Runner.(forwarder)
-	if !ok {
-		return func(ctx context.Context, path string, w io.Writer) error { return c.Runner.Get(ctx, t, port, path, w) }, func() {}
-	}
-	var open getFunc
+// uses: through one Forward opened at the first request and closed by done,
+// reopened after a request that got no answer (the connection may be gone).
+func (c *Collector) metricsGetter(t Target, port int) (get GetFunc, done func()) {
+	var open GetFunc
 	closeOpen := func() {}
 	get = func(ctx context.Context, path string, w io.Writer) error {
 		if open == nil {
-			g, d, err := f.Forward(ctx, t, port)
+			g, d, err := c.Runner.Forward(ctx, t, port)
 			if err != nil {
 				return err
 			}
@@ -112,7 +99,7 @@ func (c *Collector) metricsGetter(t Target, port int) (get getFunc, done func())
 }
 
 // probe learns the proxy mode and the iptables backend in one exec.
-func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metricsPort int, get getFunc) (Probe, error) {
+func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metricsPort int, get GetFunc) (Probe, error) {
 	c.Progress.Step("probing the node (iptables backend, nftables tables, proxy mode)")
 	var p Probe
 	var mode bytes.Buffer
