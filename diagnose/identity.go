@@ -29,12 +29,22 @@ type NodeIdentity struct {
 // against it and against the objects. Only kube-proxy's Local-policy
 // chains tell a node apart: they hold that node's own endpoints.
 func IdentifyNode(given string, n *Node) NodeIdentity {
+	if n.Objects == nil {
+		return NodeIdentity{Given: given}
+	}
+	return identifyFrom(given, n, correlate.ExplainAll(n.Ruleset, n.Objects, correlate.NodeView{}))
+}
+
+// identifyFrom is IdentifyNode on the explanations of every Service, with
+// any node view: which endpoints the Local-policy chains reach and where
+// the slices put them do not depend on it.
+func identifyFrom(given string, n *Node, explained []*correlate.Explanation) NodeIdentity {
 	id := NodeIdentity{Given: given}
 	if n.Objects == nil {
 		return id
 	}
 	votes := map[string]map[string]bool{} // node → services whose local chains reach it
-	for _, ex := range correlate.ExplainAll(n.Ruleset, n.Objects, correlate.NodeView{}) {
+	for _, ex := range explained {
 		for _, pp := range ex.Ports {
 			byEP := map[string]string{}
 			for _, ep := range pp.Endpoints {

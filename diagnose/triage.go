@@ -113,10 +113,15 @@ func Triage(n *Node) *TriageReport {
 		add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "collection", Subject: n.Name}, tag: tagOther}, "%s", w)
 	}
 	rep.Chains = MapChains(n).Summary
+	// Every Service explained once, for the identity and the findings.
+	var explained []*correlate.Explanation
+	if n.Objects != nil {
+		explained = correlate.ExplainAll(rs, n.Objects, n.Objects.NodeView(n.Name))
+	}
 	if n.NameEvidence != "" {
 		rep.Identity = NodeIdentity{Inferred: n.Name, Evidence: n.NameEvidence}
 	} else {
-		rep.Identity = IdentifyNode(n.Name, n)
+		rep.Identity = identifyFrom(n.Name, n, explained)
 	}
 
 	// Proxy mode and backends.
@@ -139,21 +144,19 @@ func Triage(n *Node) *TriageReport {
 	backendFindings(rs, other)
 
 	// Services.
-	if n.Objects != nil {
-		for _, ex := range correlate.ExplainAll(rs, n.Objects, n.Objects.NodeView(n.Name)) {
-			if n.Select != nil && !n.Select(ex.Namespace, ex.Name) {
-				continue
-			}
-			judged, _ := judgeOn(n, ex) // the excerpt's gap is the triage's (gapPartial)
-			for _, pp := range judged.Ports {
-				for _, p := range pp.Problems {
-					tag := tagService
-					if driftKinds[p.Kind] {
-						tag = tagDrift
-					}
-					add(&raw{Finding: Finding{Severity: p.Severity, Area: "service", Subject: fmt.Sprintf("%s (%s %s)", pp.ServicePort, pp.Mode, pp.Family)},
-						tag: tag, kind: p.Kind, endpoints: p.Endpoints, family: kubeproxy.Family(pp.Family), service: ex.Namespace + "/" + ex.Name, local: pp.LocalPolicy}, "%s", p.Message)
+	for _, ex := range explained {
+		if n.Select != nil && !n.Select(ex.Namespace, ex.Name) {
+			continue
+		}
+		judged, _ := judgeOn(n, ex) // the excerpt's gap is the triage's (gapPartial)
+		for _, pp := range judged.Ports {
+			for _, p := range pp.Problems {
+				tag := tagService
+				if driftKinds[p.Kind] {
+					tag = tagDrift
 				}
+				add(&raw{Finding: Finding{Severity: p.Severity, Area: "service", Subject: fmt.Sprintf("%s (%s %s)", pp.ServicePort, pp.Mode, pp.Family)},
+					tag: tag, kind: p.Kind, endpoints: p.Endpoints, family: kubeproxy.Family(pp.Family), service: ex.Namespace + "/" + ex.Name, local: pp.LocalPolicy}, "%s", p.Message)
 			}
 		}
 	}
