@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -20,17 +21,24 @@ import (
 // renders each rule's expression list into the text nft itself would list,
 // so that analyzeRule sees one syntax whatever the input format.
 //
-// encoding/json's Decoder frames the input (the outer object and the
-// "nftables" array, one element at a time); each element is then parsed by
-// jsonParser into a small tree whose strings are substrings of the
-// element's bytes, which costs far fewer allocations than map[string]any.
+// encoding/json's Decoder is not used: the input is framed by jsonStream
+// (the outer object and the "nftables" array, one element at a time) and
+// each element is parsed by jsonParser in one pass into a tape: its values
+// in document order, each followed by the values it contains, with strings
+// that are substrings of the input. The tape is reused from object to
+// object, so a parse costs no allocation once it has grown; the renderer
+// reads it in place.
 
-// jsonValue is a parsed JSON value. A nil *jsonValue is an absent value.
+// jsonValue is one value on a tape. A nil *jsonValue is an absent value.
+// The values inside a container follow it on the tape; span counts the
+// container's whole subtree, so the next sibling of a value v is span
+// entries after v.
 type jsonValue struct {
-	kind byte // 'z' null, 't' true, 'f' false, '#' number, 's' string, 'a' array, 'o' object
+	kind byte  // 'z' null, 't' true, 'f' false, '#' number, 's' string, 'a' array, 'o' object
+	span int32 // tape entries of this value, those inside it included
+	n    int32 // members of an object, items of an array
 	key  string
-	str  string      // string value, or the text of a number
-	kids []jsonValue // array items, or object members (with key set)
+	str  string // string value, or the text of a number
 }
 
 func (v *jsonValue) isNull() bool { return v != nil && v.kind == 'z' }
@@ -39,33 +47,68 @@ func (v *jsonValue) isNum() bool  { return v != nil && v.kind == '#' }
 func (v *jsonValue) isArr() bool  { return v != nil && v.kind == 'a' }
 func (v *jsonValue) isTrue() bool { return v != nil && v.kind == 't' }
 
+// subtree is v and the values inside it, as the slice of the tape they
+// occupy (the parser puts them there: span entries from v).
+func (v *jsonValue) subtree() []jsonValue { return unsafe.Slice(v, int(v.span)) }
+
+// items calls fn with the items of an array, in order, until fn returns
+// false (never, for anything but an array).
+func (v *jsonValue) items(fn func(i int, c *jsonValue) bool) {
+	if v == nil || v.kind != 'a' || v.n == 0 {
+		return
+	}
+	sub := v.subtree()
+	for i, j := 0, 1; j < len(sub); i++ {
+		c := &sub[j]
+		if !fn(i, c) {
+			return
+		}
+		j += int(c.span)
+	}
+}
+
+// kid returns item (or member) i of a container, or nil.
+func (v *jsonValue) kid(i int) *jsonValue {
+	if v == nil || v.kind != 'a' && v.kind != 'o' || i < 0 || i >= int(v.n) {
+		return nil
+	}
+	sub := v.subtree()
+	j := 1
+	for ; i > 0; i-- {
+		j += int(sub[j].span)
+	}
+	return &sub[j]
+}
+
 // get returns the member key of an object, or nil.
 func (v *jsonValue) get(key string) *jsonValue {
 	if v == nil || v.kind != 'o' {
 		return nil
 	}
-	for i := range v.kids {
-		if v.kids[i].key == key {
-			return &v.kids[i]
+	sub := v.subtree()
+	for j := 1; j < len(sub); j += int(sub[j].span) {
+		if sub[j].key == key {
+			return &sub[j]
 		}
 	}
 	return nil
 }
 
-// items returns the items of an array (nil for anything else).
-func (v *jsonValue) items() []jsonValue {
+// length is the number of items of an array (0 for anything else).
+func (v *jsonValue) length() int {
 	if v == nil || v.kind != 'a' {
-		return nil
+		return 0
 	}
-	return v.kids
+	return int(v.n)
 }
 
 // single returns the only member of an object.
 func (v *jsonValue) single() (string, *jsonValue, bool) {
-	if v == nil || v.kind != 'o' || len(v.kids) != 1 {
+	if v == nil || v.kind != 'o' || v.n != 1 {
 		return "", nil, false
 	}
-	return v.kids[0].key, &v.kids[0], true
+	c := v.kid(0)
+	return c.key, c, true
 }
 
 // scalar returns a string, the text of a number, or "true"/"false".
@@ -93,12 +136,13 @@ func (v *jsonValue) strs() []string {
 		return nil
 	}
 	if v.kind == 'a' {
-		out := make([]string, 0, len(v.kids))
-		for i := range v.kids {
-			if s := v.kids[i].scalar(); s != "" {
+		out := make([]string, 0, v.n)
+		v.items(func(_ int, c *jsonValue) bool {
+			if s := c.scalar(); s != "" {
 				out = append(out, s)
 			}
-		}
+			return true
+		})
 		return out
 	}
 	if s := v.scalar(); s != "" {
@@ -111,30 +155,26 @@ func (v *jsonValue) strs() []string {
 // own limit).
 const jsonMaxDepth = 10000
 
-// jsonParser parses one JSON value held in a string.
+// jsonParser parses one JSON value held in a string onto its tape.
 type jsonParser struct {
 	s     string
 	i     int
 	depth int
-	stack []jsonValue
-	// arena holds the members of every container of the value being
-	// parsed; a tree lives only until the next parse, so it is reused
-	arena []jsonValue
+	// tape holds the values of the value being parsed; it lives only
+	// until the next parse, so it is reused
+	tape  []jsonValue
 	err   error
 	short bool
 }
 
-func (p *jsonParser) parse(s string) (jsonValue, error) {
-	p.s, p.i, p.depth, p.err = s, 0, 0, nil
-	p.stack = p.stack[:0]
-	clear(p.arena)
-	p.arena = p.arena[:0]
-	v := p.value()
+func (p *jsonParser) parse(s string) (*jsonValue, error) {
+	v, _, _, err := p.parsePrefix(s)
 	p.space()
-	if p.err == nil && p.i != len(p.s) {
+	if err == nil && p.i != len(p.s) {
 		p.fail("trailing data")
+		return v, p.err
 	}
-	return v, p.err
+	return v, err
 }
 
 func (p *jsonParser) fail(what string) {
@@ -148,13 +188,16 @@ func (p *jsonParser) fail(what string) {
 
 // parsePrefix parses the value at the start of s, which may go on after
 // it: the value and the bytes it took, or short when s ends inside it.
-func (p *jsonParser) parsePrefix(s string) (v jsonValue, n int, short bool, err error) {
+// The value is valid until the next parse.
+func (p *jsonParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err error) {
 	p.s, p.i, p.depth, p.err, p.short = s, 0, 0, nil, false
-	p.stack = p.stack[:0]
-	clear(p.arena)
-	p.arena = p.arena[:0]
-	v = p.value()
-	return v, p.i, p.short, p.err
+	clear(p.tape) // drop the last object's strings
+	p.tape = p.tape[:0]
+	p.value("")
+	if p.err != nil {
+		return nil, p.i, p.short, p.err
+	}
+	return &p.tape[0], p.i, false, nil
 }
 
 func (p *jsonParser) space() {
@@ -168,25 +211,31 @@ func (p *jsonParser) space() {
 	}
 }
 
-// value parses the value at p.i (returned by value: a pointer would make
-// every value escape to the heap through the recursion).
-func (p *jsonParser) value() jsonValue {
+// value parses the value at p.i onto the tape, as a member named key.
+func (p *jsonParser) value(key string) {
 	p.space()
 	if p.i >= len(p.s) {
 		p.fail("unexpected end")
-		return jsonValue{}
+		return
 	}
-	switch c := p.s[p.i]; {
+	c := p.s[p.i]
+	switch {
 	case c == '{' || c == '[':
-		return p.container(c)
+		p.container(c, key)
+		return
 	case c == '"':
-		return jsonValue{kind: 's', str: p.string()}
+		s := p.string()
+		p.tape = append(p.tape, jsonValue{kind: 's', span: 1, key: key, str: s})
+		return
 	case c == 't':
-		return p.literal("true", 't')
+		p.literal("true", 't', key)
+		return
 	case c == 'f':
-		return p.literal("false", 'f')
+		p.literal("false", 'f', key)
+		return
 	case c == 'n':
-		return p.literal("null", 'z')
+		p.literal("null", 'z', key)
+		return
 	case c == '-' || c >= '0' && c <= '9':
 		j := p.i + 1
 		for j < len(p.s) {
@@ -197,79 +246,76 @@ func (p *jsonParser) value() jsonValue {
 			}
 			break
 		}
-		v := jsonValue{kind: '#', str: p.s[p.i:j]}
+		p.tape = append(p.tape, jsonValue{kind: '#', span: 1, key: key, str: p.s[p.i:j]})
 		p.i = j
-		return v
+		return
 	}
 	p.fail("unexpected character")
-	return jsonValue{}
 }
 
-func (p *jsonParser) literal(word string, kind byte) jsonValue {
+func (p *jsonParser) literal(word string, kind byte, key string) {
 	if !strings.HasPrefix(p.s[p.i:], word) {
 		p.fail("bad literal")
-		return jsonValue{}
+		return
 	}
 	p.i += len(word)
-	return jsonValue{kind: kind}
+	p.tape = append(p.tape, jsonValue{kind: kind, span: 1, key: key})
 }
 
-// container parses an object or an array; its members are collected on
-// p.stack and then moved into the arena.
-func (p *jsonParser) container(open byte) jsonValue {
-	var v jsonValue
+// container parses an object or an array: its entry, then its members
+// after it; span and n are set once they are all read.
+func (p *jsonParser) container(open byte, key string) {
 	if p.depth >= jsonMaxDepth {
 		p.fail("nesting too deep")
-		return v
+		return
 	}
 	p.depth++
-	v = p.members(open)
+	p.members(open, key)
 	p.depth--
-	return v
 }
 
-// members parses the members of the container opening at p.i.
-func (p *jsonParser) members(open byte) jsonValue {
-	var v jsonValue
+// members parses the container opening at p.i.
+func (p *jsonParser) members(open byte, key string) {
 	isObj := open == '{'
-	closer := byte(']')
-	v.kind = 'a'
+	closer, kind := byte(']'), byte('a')
 	if isObj {
-		closer, v.kind = '}', 'o'
+		closer, kind = '}', 'o'
 	}
+	at := len(p.tape)
+	p.tape = append(p.tape, jsonValue{kind: kind, key: key})
 	p.i++
-	base := len(p.stack)
+	n := int32(0)
 	p.space()
 	if p.i < len(p.s) && p.s[p.i] == closer {
 		p.i++
-		return v
+		p.tape[at].span = 1
+		return
 	}
 	for {
-		var key string
+		var name string
 		if isObj {
 			p.space()
 			if p.i >= len(p.s) || p.s[p.i] != '"' {
 				p.fail("expected a member name")
-				return v
+				return
 			}
-			key = p.string()
+			name = p.string()
 			p.space()
 			if p.i >= len(p.s) || p.s[p.i] != ':' {
 				p.fail("expected ':'")
-				return v
+				return
 			}
 			p.i++
 		}
-		child := p.value()
-		child.key = key
-		p.stack = append(p.stack, child)
+		p.value(name)
 		if p.err != nil {
-			return v
+			return
 		}
+		n++
 		p.space()
 		if p.i >= len(p.s) {
 			p.fail("unexpected end")
-			return v
+			return
 		}
 		switch p.s[p.i] {
 		case ',':
@@ -279,21 +325,16 @@ func (p *jsonParser) members(open byte) jsonValue {
 			p.i++
 		default:
 			p.fail("expected ',' or a closing bracket")
-			return v
+			return
 		}
 		break
 	}
-	n := len(p.stack) - base
-	if cap(p.arena)-len(p.arena) < n {
-		// a new chunk; slices into the old one stay valid
-		p.arena = make([]jsonValue, 0, max(2*cap(p.arena), n, 256))
+	if len(p.tape)-at > math.MaxInt32 {
+		p.fail("value too large")
+		return
 	}
-	v.kids = p.arena[len(p.arena) : len(p.arena)+n : len(p.arena)+n]
-	p.arena = p.arena[:len(p.arena)+n]
-	copy(v.kids, p.stack[base:])
-	clear(p.stack[base:])
-	p.stack = p.stack[:base]
-	return v
+	p.tape[at].span = int32(len(p.tape) - at)
+	p.tape[at].n = n
 }
 
 // string reads a JSON string at p.s[p.i] == '"'. Without escapes it is a
@@ -318,6 +359,7 @@ func (p *jsonParser) string() string {
 		j++
 	}
 	if j >= len(p.s) {
+		p.i = len(p.s) // short: the string may go on past the data at hand
 		p.fail("unterminated string")
 		return ""
 	}
@@ -411,6 +453,10 @@ func parseNFTJSON(r io.Reader, b *builder) error {
 	return nil
 }
 
+// jsonPipeline reads big arrays in batches on every core (jsonpipe.go);
+// tests turn it off to compare with the one-at-a-time reader.
+var jsonPipeline = true
+
 func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 	c, err := st.peek()
 	if err != nil {
@@ -421,23 +467,33 @@ func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 	}
 	st.pos++
 	w := &renderer{}
-	for i := 0; ; i++ {
-		c, err := st.peek()
-		if err != nil {
-			return st.wrap(err)
+	start, commaTaken := 0, false
+	if jsonPipeline && runtime.GOMAXPROCS(0) > 1 {
+		end, done, err := jsonArrayParallel(st, p, b, w)
+		if done || err != nil {
+			return err
 		}
-		if c == ']' {
-			st.pos++
-			return nil
-		}
-		if i > 0 {
-			if c != ',' {
-				return st.wrap(errors.New("expected ',' or ']'"))
+		start, commaTaken = end.count, end.commaTaken
+	}
+	for i := start; ; i++ {
+		if i != start || !commaTaken { // else the ',' before it is read
+			c, err := st.peek()
+			if err != nil {
+				return st.wrap(err)
 			}
-			st.pos++
+			if c == ']' {
+				st.pos++
+				return nil
+			}
+			if i > 0 {
+				if c != ',' {
+					return st.wrap(errors.New("expected ',' or ']'"))
+				}
+				st.pos++
+			}
 		}
 		if v, ok := st.object(p); ok {
-			b.jsonObject(&v, w, i)
+			b.jsonObject(v, w, i)
 			continue
 		}
 		// Not a whole object: frame it on its own, for the error it has.
@@ -454,7 +510,7 @@ func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 		if err != nil {
 			return st.wrap(fmt.Errorf("object %d: %w", i, err))
 		}
-		b.jsonObject(&v, w, i)
+		b.jsonObject(v, w, i)
 	}
 }
 
@@ -462,9 +518,9 @@ func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 // pass (the strings of the tree point into the buffer, which is never
 // written again once read: fill moves on to a new one). ok is false, and
 // nothing consumed, when it is not a well-formed object.
-func (st *jsonStream) object(p *jsonParser) (jsonValue, bool) {
+func (st *jsonStream) object(p *jsonParser) (*jsonValue, bool) {
 	if c, err := st.peek(); err != nil || c != '{' {
-		return jsonValue{}, false
+		return nil, false
 	}
 	for {
 		v, n, short, err := p.parsePrefix(unsafe.String(&st.buf[st.pos], len(st.buf)-st.pos))
@@ -473,7 +529,7 @@ func (st *jsonStream) object(p *jsonParser) (jsonValue, bool) {
 			return v, true
 		}
 		if !short || !st.fill(st.pos) {
-			return jsonValue{}, false
+			return nil, false
 		}
 	}
 }
@@ -542,13 +598,33 @@ func (st *jsonStream) peek() (byte, error) {
 // value returns a copy of the next JSON value's bytes. It finds the end of
 // the value only (strings, nesting); the tree parser checks the rest.
 func (st *jsonStream) value() ([]byte, error) {
-	c, err := st.peek()
+	from, to, err := st.extent()
 	if err != nil {
 		return nil, err
 	}
+	return st.take(from, to), nil
+}
+
+// frame returns the next JSON value's bytes as framed by value, in place
+// (st.buf is never written again once read).
+func (st *jsonStream) frame() (string, error) {
+	from, to, err := st.extent()
+	if err != nil || from == to {
+		return "", err
+	}
+	st.pos = to
+	return unsafe.String(&st.buf[from], to-from), nil
+}
+
+// extent finds the next JSON value, st.buf[from:to], reading as needed.
+func (st *jsonStream) extent() (from, to int, err error) {
+	c, err := st.peek()
+	if err != nil {
+		return 0, 0, err
+	}
 	switch c {
 	case ',', ':', '}', ']':
-		return nil, fmt.Errorf("expected a value, found %q", c)
+		return 0, 0, fmt.Errorf("expected a value, found %q", c)
 	}
 	start := st.pos
 	i := st.pos
@@ -573,7 +649,7 @@ func (st *jsonStream) value() ([]byte, error) {
 				case c == '"':
 					inStr = false
 					if depth == 0 {
-						return st.take(start, i+1), nil
+						return start, i + 1, nil
 					}
 				}
 				continue
@@ -586,27 +662,27 @@ func (st *jsonStream) value() ([]byte, error) {
 			case '}', ']':
 				if depth == 0 {
 					// the end of an enclosing container ends a scalar
-					return st.take(start, i), nil
+					return start, i, nil
 				}
 				depth--
 				if depth == 0 {
-					return st.take(start, i+1), nil
+					return start, i + 1, nil
 				}
 			case ',', ' ', '\t', '\n', '\r', ':':
 				if depth == 0 {
-					return st.take(start, i), nil
+					return start, i, nil
 				}
 			}
 		}
 		off := i - start
 		if !st.fill(start) {
 			if depth == 0 && !inStr && off > 0 {
-				return st.take(st.pos, st.pos+off), nil
+				return st.pos, st.pos + off, nil
 			}
 			if st.err != nil {
-				return nil, st.err
+				return 0, 0, st.err
 			}
-			return nil, errNFTJSONEOF
+			return 0, 0, errNFTJSONEOF
 		}
 		start = st.pos
 		i = start + off
@@ -659,8 +735,9 @@ func jsonComment(v *jsonValue) *string {
 func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 	kind, v, ok := o.single()
 	if !ok {
-		if o.kind == 'o' && len(o.kids) > 0 {
-			kind, v = o.kids[0].key, &o.kids[0]
+		if o.kind == 'o' && o.n > 0 {
+			v = o.kid(0)
+			kind = v.key
 		} else {
 			b.warn("object %d: not an object", i)
 			return
@@ -723,7 +800,7 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 			b.lastChain = c
 		}
 		w.family = string(t.Family)
-		text := w.rule(v.get("expr").items())
+		text := w.rule(v.get("expr"))
 		b.addRule(c, text, jsonComment(v.get("comment")), false, b.jsonHandle(v, i), 0)
 	case "set", "map":
 		b.jsonSet(v, kind == "map", w, i)
@@ -731,9 +808,9 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 		t := b.jsonTable(v.fieldStr("family"), v.fieldStr("table"))
 		name := v.fieldStr("name")
 		if s := t.Set(name); s != nil {
-			s.Elements = append(s.Elements, w.elements(v.get("elem").items(), false, t, s.Name)...)
+			s.Elements = append(s.Elements, w.elements(v.get("elem"), false, t, s.Name)...)
 		} else if m := t.Map(name); m != nil {
-			m.Elements = append(m.Elements, w.elements(v.get("elem").items(), true, t, m.Name)...)
+			m.Elements = append(m.Elements, w.elements(v.get("elem"), true, t, m.Name)...)
 		} else {
 			b.warn("object %d: elements of unknown set %q", i, name)
 		}
@@ -777,7 +854,7 @@ func (b *builder) jsonSet(js *jsonValue, isMap bool, w *renderer, i int) {
 			Family: t.Family, Table: t.Name, Name: name, Type: typ, Flags: flags,
 			Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: handle,
 		}}
-		m.Elements = w.elements(js.get("elem").items(), true, t, name)
+		m.Elements = w.elements(js.get("elem"), true, t, name)
 		t.AddMap(m)
 		return
 	}
@@ -789,7 +866,7 @@ func (b *builder) jsonSet(js *jsonValue, isMap bool, w *renderer, i int) {
 		v := true
 		s.AutoMerge = &v
 	}
-	s.Elements = w.elements(js.get("elem").items(), false, t, name)
+	s.Elements = w.elements(js.get("elem"), false, t, name)
 	t.AddSet(s)
 }
 
@@ -822,13 +899,17 @@ type exprCtx struct {
 	quote bool // interface names and other strings print quoted
 }
 
-func (w *renderer) rule(exprs []jsonValue) string {
+// rule renders a rule's "expr" array.
+func (w *renderer) rule(exprs *jsonValue) string {
 	w.buf = w.buf[:0]
-	for i := range exprs {
-		if len(w.buf) > 0 {
-			w.buf = append(w.buf, ' ')
-		}
-		w.stmt(&exprs[i])
+	if exprs.isArr() {
+		exprs.items(func(_ int, e *jsonValue) bool {
+			if len(w.buf) > 0 {
+				w.buf = append(w.buf, ' ')
+			}
+			w.stmt(e)
+			return true
+		})
 	}
 	return string(w.buf)
 }
@@ -915,10 +996,11 @@ func (w *renderer) stmt(e *jsonValue) {
 			w.expr(v.get("data"), exprCtx{})
 		}
 		if stmts := v.get("stmt"); stmts.isArr() {
-			for i := range stmts.kids {
+			stmts.items(func(_ int, st *jsonValue) bool {
 				w.ws(" ")
-				w.stmt(&stmts.kids[i])
-			}
+				w.stmt(st)
+				return true
+			})
 		}
 		w.ws(" }")
 	case "xt":
@@ -1119,8 +1201,8 @@ func ctxOfExpr(e *jsonValue) exprCtx {
 		case "ct":
 			return exprCtx{hex: v.fieldStr("key") == "mark"}
 		case "&", "|", "^", "<<", ">>":
-			if ops := v.items(); len(ops) > 0 {
-				e = &ops[0]
+			if v.isArr() && v.n > 0 {
+				e = v.kid(0)
 				continue
 			}
 		case "osf":
@@ -1167,7 +1249,7 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		w.ws("missing")
 		return
 	case 'a':
-		w.setLiteral(e.kids, ctx)
+		w.setLiteral(e, ctx)
 		return
 	}
 	k, v, ok := e.single()
@@ -1245,30 +1327,30 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		w.expr(v.get("addr"), ctx)
 		w.ws("/", v.fieldStr("len"))
 	case "range":
-		if r := v.items(); len(r) == 2 {
-			w.expr(&r[0], ctx)
+		if v.length() == 2 {
+			w.expr(v.kid(0), ctx)
 			w.ws("-")
-			w.expr(&r[1], ctx)
+			w.expr(v.kid(1), ctx)
 		} else {
 			w.unknown("range")
 		}
 	case "set":
 		switch {
 		case v.isArr():
-			w.setLiteral(v.kids, ctx)
+			w.setLiteral(v, ctx)
 		case v.isStr():
 			w.ws(v.str)
 		default:
 			w.expr(v, ctx)
 		}
 	case "concat":
-		items := v.items()
-		for i := range items {
+		v.items(func(i int, c *jsonValue) bool {
 			if i > 0 {
 				w.ws(" . ")
 			}
-			w.expr(&items[i], exprCtx{})
-		}
+			w.expr(c, exprCtx{})
+			return true
+		})
 	case "map":
 		w.expr(v.get("key"), exprCtx{})
 		w.ws(" map ")
@@ -1285,19 +1367,22 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 			w.ws(` comment "`, c, `"`)
 		}
 	case "&", "|", "^", "<<", ">>":
-		ops := v.items()
-		for i := range ops {
+		if !v.isArr() {
+			break
+		}
+		v.items(func(i int, op *jsonValue) bool {
 			if i > 0 {
 				w.ws(" ", k, " ")
 			}
-			if isBinop(&ops[i]) {
+			if isBinop(op) {
 				w.ws("(")
-				w.expr(&ops[i], ctx)
+				w.expr(op, ctx)
 				w.ws(")")
 			} else {
-				w.expr(&ops[i], ctx)
+				w.expr(op, ctx)
 			}
-		}
+			return true
+		})
 	case "accept", "drop", "continue", "return":
 		w.ws(k)
 	case "jump", "goto":
@@ -1349,20 +1434,21 @@ func isBinop(e *jsonValue) bool {
 
 // setLiteral renders an anonymous set or map body: `{ a, b }` or
 // `{ k : v, k : v }`.
-func (w *renderer) setLiteral(items []jsonValue, ctx exprCtx) {
+func (w *renderer) setLiteral(items *jsonValue, ctx exprCtx) {
 	w.ws("{ ")
-	for i := range items {
+	items.items(func(i int, item *jsonValue) bool {
 		if i > 0 {
 			w.ws(", ")
 		}
-		if pair := items[i].items(); len(pair) == 2 {
-			w.expr(&pair[0], ctx)
+		if item.length() == 2 {
+			w.expr(item.kid(0), ctx)
 			w.ws(" : ")
-			w.expr(&pair[1], exprCtx{})
-			continue
+			w.expr(item.kid(1), exprCtx{})
+			return true
 		}
-		w.expr(&items[i], ctx)
-	}
+		w.expr(item, ctx)
+		return true
+	})
 	w.ws(" }")
 }
 
@@ -1390,32 +1476,32 @@ func formatSeconds(s string) string {
 }
 
 // elements converts the "elem" list of a set or map.
-func (w *renderer) elements(items []jsonValue, isMap bool, t *inspect.NFTTable, name string) []*knftables.Element {
-	if len(items) == 0 {
+func (w *renderer) elements(items *jsonValue, isMap bool, t *inspect.NFTTable, name string) []*knftables.Element {
+	n := items.length()
+	if n == 0 {
 		return nil
 	}
-	store := make([]knftables.Element, len(items))
-	out := make([]*knftables.Element, 0, len(items))
-	for i := range items {
+	store := make([]knftables.Element, n)
+	out := make([]*knftables.Element, 0, n)
+	items.items(func(i int, item *jsonValue) bool {
 		e := &store[i]
 		e.Family, e.Table = t.Family, t.Name
 		if isMap {
 			e.Map = name
-			pair := items[i].items()
-			if len(pair) != 2 {
-				continue
+			if item.length() != 2 {
+				return true
 			}
-			e.Key, e.Comment = w.elemParts(&pair[0])
-			e.Value, _ = w.elemParts(&pair[1])
+			e.Key, e.Comment = w.elemParts(item.kid(0))
+			e.Value, _ = w.elemParts(item.kid(1))
 		} else {
 			e.Set = name
-			e.Key, e.Comment = w.elemParts(&items[i])
+			e.Key, e.Comment = w.elemParts(item)
 		}
-		if len(e.Key) == 0 {
-			continue
+		if len(e.Key) > 0 {
+			out = append(out, e)
 		}
-		out = append(out, e)
-	}
+		return true
+	})
 	return out
 }
 
@@ -1428,11 +1514,11 @@ func (w *renderer) elemParts(e *jsonValue) ([]string, *string) {
 		e = v.get("val")
 	}
 	if k, v, ok := e.single(); ok && k == "concat" {
-		items := v.items()
-		parts := make([]string, 0, len(items))
-		for i := range items {
-			parts = append(parts, w.render(&items[i]))
-		}
+		parts := make([]string, 0, v.length())
+		v.items(func(_ int, c *jsonValue) bool {
+			parts = append(parts, w.render(c))
+			return true
+		})
 		return parts, comment
 	}
 	s := w.render(e)

@@ -3,6 +3,8 @@ package nft
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,7 +53,7 @@ func renderRule(t *testing.T, family, exprJSON string) string {
 		t.Fatalf("%s: %v", exprJSON, err)
 	}
 	w := &renderer{family: family}
-	return w.rule(v.items())
+	return w.rule(v)
 }
 
 func TestNFTJSONRender(t *testing.T) {
@@ -232,8 +234,8 @@ func TestNFTJSONParser(t *testing.T) {
 		case 's', '#':
 			got += v.str
 		case 'o':
-			for _, k := range v.kids {
-				got += k.key
+			for i := range int(v.n) {
+				got += v.kid(i).key
 			}
 		}
 		if got != want {
@@ -279,12 +281,16 @@ func FuzzParseNFTJSON(f *testing.F) {
 		var p jsonParser
 		if v, err := p.parse(string(data)); err == nil {
 			w := &renderer{family: "ip"}
-			_ = w.rule(v.items())
-			_ = w.rule([]jsonValue{v})
+			_ = w.rule(v)
+			w.stmt(v)
 		}
-		rs, err := ParseJSON(bytes.NewReader(data), "fuzz")
+		rs, alone, err, errAlone := parseBothWays(data)
 		if rs == nil {
 			t.Fatalf("nil result (err %v)", err)
+		}
+		// batched on every core or one at a time: the same
+		if fmt.Sprint(err) != fmt.Sprint(errAlone) || !reflect.DeepEqual(rs, alone) {
+			t.Fatalf("the readers disagree: %v / %v\n%+v\n%+v", err, errAlone, rs.Dumps, alone.Dumps)
 		}
 		if len(rs.Dumps) != 1 || rs.Dumps[0].Tables != len(rs.NFTables)+len(rs.IPTables) {
 			t.Fatalf("bad dump %+v", rs.Dumps)

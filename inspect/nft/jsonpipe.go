@@ -1,0 +1,251 @@
+package nft
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Most of a big nft -j listing is rules, and a rule's text depends on its
+// object alone. So the objects of the "nftables" array are read in
+// batches: one goroutine frames them (finds where each ends), workers
+// parse and render the rules of a batch on every core, and the builder
+// takes the batches in order. Everything else (tables, chains, sets,
+// elements) is built in order by jsonObject as before, and so is every
+// object once framing meets something it cannot frame, so errors and
+// warnings are those of the one-at-a-time reader (a test compares them).
+
+const (
+	batchObjects = 512     // objects per batch …
+	batchBytes   = 1 << 20 // … or bytes, whichever comes first
+)
+
+// preparedRule is a rule object as a worker leaves it for the builder.
+type preparedRule struct {
+	family, table, chain string
+	text                 string
+	comment              *string
+	handle               *int
+	badHandle            string // a present but malformed handle, warned about in order
+	hasBadHandle         bool
+}
+
+type jsonBatch struct {
+	first int      // index in the array of objs[0]
+	objs  []string // the objects' bytes, in place in the read buffers
+	ends  []int64  // input offset after each object, for errors
+	// set by the worker: for each object, a prepared rule (rules[k].text
+	// set), or nothing (rules[k] zero: built in order by jsonObject)
+	rules  []preparedRule
+	isRule []bool
+	errAt  int // the first object that did not parse, or -1
+	err    error
+	done   chan struct{}
+}
+
+// framerEnd is how the framing goroutine stopped.
+type framerEnd struct {
+	count      int   // objects framed and handed on
+	closed     bool  // at the array's ']'
+	commaTaken bool  // the ',' before object count is consumed
+	err        error // a stream error, or nil: the rest is read one at a time
+}
+
+// jsonArrayParallel reads the array's objects in batches (see above).
+// Unless done, the rest of the array is to be read one object at a time
+// from st, starting with object end.count.
+func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (end framerEnd, done bool, err error) {
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *jsonBatch, workers)
+	order := make(chan *jsonBatch, 2*workers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the framer: st is its own until order is closed
+		defer wg.Done()
+		defer close(order)
+		defer close(work)
+		end = frameBatches(st, work, order, stop)
+	}()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var wp jsonParser
+			wr := &renderer{}
+			for bt := range work {
+				prepareBatch(bt, &wp, wr)
+				close(bt.done)
+			}
+		}()
+	}
+	// On an error the builder stops: the framer and workers are told to
+	// stop and waited for, so nothing outlives the call.
+	defer func() {
+		close(stop)
+		for bt := range order {
+			<-bt.done
+		}
+		wg.Wait()
+	}()
+	for bt := range order {
+		<-bt.done
+		for k, raw := range bt.objs {
+			i := bt.first + k
+			if bt.errAt == k {
+				return end, true, fmt.Errorf("nft JSON: offset %d: %w", bt.ends[k], fmt.Errorf("object %d: %w", i, bt.err))
+			}
+			if bt.isRule[k] {
+				b.jsonRule(&bt.rules[k], i)
+				continue
+			}
+			v, perr := p.parse(raw)
+			if perr != nil { // the worker parsed it: cannot happen
+				return end, true, fmt.Errorf("nft JSON: offset %d: %w", bt.ends[k], fmt.Errorf("object %d: %w", i, perr))
+			}
+			b.jsonObject(v, w, i)
+		}
+	}
+	wg.Wait()
+	if end.err != nil {
+		return end, true, st.wrap(end.err)
+	}
+	return end, end.closed, nil
+}
+
+// frameBatches frames the array's objects into batches, handing each to
+// the workers and, in order, to the builder. It stops before anything it
+// cannot frame as an object (leaving st there), at the closing ']', or
+// when told to.
+func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, stop <-chan struct{}) framerEnd {
+	i := 0
+	var bt *jsonBatch
+	size := 0
+	send := func() bool {
+		if bt == nil {
+			return true
+		}
+		select {
+		case order <- bt:
+		case <-stop:
+			return false
+		}
+		select {
+		case work <- bt:
+		case <-stop:
+			close(bt.done) // never prepared; the builder has stopped
+			return false
+		}
+		bt, size = nil, 0
+		return true
+	}
+	for {
+		select {
+		case <-stop:
+			return framerEnd{count: i}
+		default:
+		}
+		c, err := st.peek()
+		if err != nil {
+			send()
+			return framerEnd{count: i, err: err}
+		}
+		if c == ']' {
+			st.pos++
+			send()
+			return framerEnd{count: i, closed: true}
+		}
+		if i > 0 {
+			if c != ',' {
+				send()
+				return framerEnd{count: i}
+			}
+			st.pos++
+			if c, err = st.peek(); err != nil || c != '{' {
+				send()
+				return framerEnd{count: i, commaTaken: true}
+			}
+		} else if c != '{' {
+			return framerEnd{count: i}
+		}
+		obj, err := st.frame()
+		if err != nil || obj == "" {
+			// nothing framed, st is at the object: the one-at-a-time
+			// reader goes on from it and reports what is wrong
+			send()
+			return framerEnd{count: i, commaTaken: i > 0}
+		}
+		if bt == nil {
+			bt = &jsonBatch{first: i, errAt: -1, done: make(chan struct{})}
+		}
+		bt.objs = append(bt.objs, obj)
+		bt.ends = append(bt.ends, st.base+int64(st.pos))
+		size += len(obj)
+		i++
+		if len(bt.objs) >= batchObjects || size >= batchBytes {
+			if !send() {
+				return framerEnd{count: i}
+			}
+		}
+	}
+}
+
+// prepareBatch parses a batch's objects and renders its rules.
+func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
+	bt.rules = make([]preparedRule, len(bt.objs))
+	bt.isRule = make([]bool, len(bt.objs))
+	for k, raw := range bt.objs {
+		o, err := p.parse(raw)
+		if err != nil {
+			bt.errAt, bt.err = k, err
+			return
+		}
+		kind, v, ok := o.single()
+		if !ok && o.kind == 'o' && o.n > 0 {
+			v = o.kid(0)
+			kind, ok = v.key, true
+		}
+		if !ok || kind != "rule" {
+			continue
+		}
+		r := &bt.rules[k]
+		r.chain, r.table = v.fieldStr("chain"), v.fieldStr("table")
+		if r.chain == "" || r.table == "" {
+			continue // warned about in order, by jsonObject
+		}
+		bt.isRule[k] = true
+		r.family = v.fieldStr("family")
+		if r.family == "" {
+			r.family = "ip"
+		}
+		w.family = r.family
+		r.text = normalizeRule(w.rule(v.get("expr")))
+		r.comment = jsonComment(v.get("comment"))
+		if h := v.get("handle"); h != nil {
+			n, err := strconv.Atoi(h.scalar())
+			if err != nil || !h.isNum() {
+				r.badHandle, r.hasBadHandle = h.scalar(), true
+			} else {
+				r.handle = &n
+			}
+		}
+	}
+}
+
+// jsonRule adds a rule a worker prepared, as jsonObject would have.
+func (b *builder) jsonRule(r *preparedRule, i int) {
+	t := b.jsonTable(r.family, r.table)
+	c := b.lastChain // b.table keeps it for the same table
+	if c == nil || c.Name != r.chain {
+		if c = t.Chain(r.chain); c == nil {
+			c = t.EnsureChain(strings.Clone(r.chain))
+		}
+		b.lastChain = c
+	}
+	if r.hasBadHandle {
+		b.warn("object %d: bad handle %q", i, r.badHandle)
+	}
+	b.raw.add(c, rawRule{text: r.text, comment: r.comment, handle: r.handle})
+}

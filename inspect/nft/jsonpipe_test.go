@@ -1,0 +1,96 @@
+package nft
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+)
+
+// parseBothWays parses data with the batched reader and with the
+// one-at-a-time reader.
+func parseBothWays(data []byte) (batched, alone *inspect.Ruleset, errB, errA error) {
+	batched, errB = ParseJSON(bytes.NewReader(data), "in")
+	jsonPipeline = false
+	defer func() { jsonPipeline = true }()
+	alone, errA = ParseJSON(bytes.NewReader(data), "in")
+	return
+}
+
+// sameParse fails unless both readers gave the same result and error.
+func sameParse(t *testing.T, what string, data []byte) {
+	t.Helper()
+	b, a, errB, errA := parseBothWays(data)
+	if fmt.Sprint(errB) != fmt.Sprint(errA) {
+		t.Fatalf("%s: batched error %v, one at a time %v", what, errB, errA)
+	}
+	if !reflect.DeepEqual(b, a) {
+		t.Fatalf("%s: the readers disagree:\nbatched %+v\nalone   %+v", what, b.Dumps, a.Dumps)
+	}
+}
+
+// The batched reader reads what the one-at-a-time reader reads, on big
+// rulesets of every shape (many batches) and on them damaged: cut short
+// anywhere, with a bad object, a bad handle or a missing comma in a later
+// batch, and with a non-object element.
+func TestJSONBatchesAgree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	for _, shape := range []genShape{shape137, shape135, shapeIPTablesNFT} {
+		var buf bytes.Buffer
+		genJSON(&buf, shape, 300, 20)
+		data := buf.Bytes()
+		t.Run(string(shape), func(t *testing.T) {
+			b, _, err, _ := parseBothWays(data)
+			if err != nil || b.Dumps[0].Rules < 300 {
+				t.Fatalf("%v, %d rules", err, b.Dumps[0].Rules)
+			}
+			sameParse(t, "whole", data)
+			for _, cut := range []int{len(data) / 7, len(data) / 3, len(data) / 2, len(data) - 3} {
+				sameParse(t, fmt.Sprintf("cut at %d", cut), data[:cut])
+			}
+			// damage the object that starts two thirds in
+			at := bytes.Index(data[2*len(data)/3:], []byte(`}, {"`)) + 2*len(data)/3 + 3
+			damage := map[string]string{
+				"bad object":     `{"rule": {"chain" 1}}, `,
+				"not an object":  `17, `,
+				"bad handle":     `{"rule": {"family": "ip", "table": "t", "chain": "c", "handle": "x", "expr": []}}, `,
+				"no table":       `{"rule": {"chain": "c", "expr": [{"accept": null}]}}, `,
+				"missing comma":  `{"table": {"family": "ip", "name": "z"}} `,
+				"trailing comma": `{"table": {"family": "ip", "name": "z"}}, ]}`,
+			}
+			for name, ins := range damage {
+				bad := append(append(append([]byte{}, data[:at]...), ins...), data[at:]...)
+				sameParse(t, name, bad)
+			}
+		})
+	}
+}
+
+// A big array parsed in batches keeps every rule in its chain and order.
+func TestJSONBatchesKeepOrder(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"nftables": [{"table": {"family": "ip", "name": "t"}}, {"chain": {"family": "ip", "table": "t", "name": "c"}}`)
+	const n = 3 * batchObjects
+	for i := range n {
+		fmt.Fprintf(&sb, `, {"rule": {"family": "ip", "table": "t", "chain": "c", "handle": %d, "expr": [{"jump": {"target": "j%d"}}]}}`, i+10, i)
+	}
+	sb.WriteString("]}")
+	rs, err := ParseJSON(strings.NewReader(sb.String()), "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rs.NFTables[0].Chain("c")
+	if len(c.Rules) != n {
+		t.Fatalf("%d rules, want %d", len(c.Rules), n)
+	}
+	for i, r := range c.Rules {
+		if r.Rule.Rule != fmt.Sprintf("jump j%d", i) || *r.Rule.Handle != i+10 {
+			t.Fatalf("rule %d: %q handle %d", i, r.Rule.Rule, *r.Rule.Handle)
+		}
+	}
+}
