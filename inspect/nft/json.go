@@ -710,16 +710,35 @@ func (b *builder) jsonTable(family, name string) *inspect.NFTTable {
 // jsonHandle reads a "handle" member; a present but malformed one is
 // reported.
 func (b *builder) jsonHandle(o *jsonValue, i int) *int {
+	h := readHandle(o)
+	b.handleWarning(h, i)
+	return h.n
+}
+
+// handle is a "handle" member as read: its number, or the text of a
+// malformed one.
+type handle struct {
+	n   *int
+	bad *string
+}
+
+func readHandle(o *jsonValue) handle {
 	h := o.get("handle")
 	if h == nil {
-		return nil
+		return handle{}
 	}
 	n, err := strconv.Atoi(h.scalar())
 	if err != nil || !h.isNum() {
-		b.warn("object %d: bad handle %q", i, h.scalar())
-		return nil
+		s := h.scalar()
+		return handle{bad: &s}
 	}
-	return &n
+	return handle{n: &n}
+}
+
+func (b *builder) handleWarning(h handle, i int) {
+	if h.bad != nil {
+		b.warn("object %d: bad handle %q", i, *h.bad)
+	}
 }
 
 // jsonComment returns a copy of a comment (it would otherwise keep the
@@ -808,9 +827,9 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 		t := b.jsonTable(v.fieldStr("family"), v.fieldStr("table"))
 		name := v.fieldStr("name")
 		if s := t.Set(name); s != nil {
-			s.Elements = append(s.Elements, w.elements(v.get("elem"), false, t, s.Name)...)
+			s.Elements = append(s.Elements, w.elements(v.get("elem"), false, t.Family, t.Name, s.Name)...)
 		} else if m := t.Map(name); m != nil {
-			m.Elements = append(m.Elements, w.elements(v.get("elem"), true, t, m.Name)...)
+			m.Elements = append(m.Elements, w.elements(v.get("elem"), true, t.Family, t.Name, m.Name)...)
 		} else {
 			b.warn("object %d: elements of unknown set %q", i, name)
 		}
@@ -818,14 +837,34 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 }
 
 func (b *builder) jsonSet(js *jsonValue, isMap bool, w *renderer, i int) {
-	name, table := js.fieldStr("name"), js.fieldStr("table")
-	if name == "" || table == "" {
-		b.warn("object %d: set/map without a name or table", i)
+	if ps, ok := prepareSet(js, isMap, w); ok {
+		b.addSet(ps, i)
 		return
 	}
+	b.warn("object %d: set/map without a name or table", i)
+}
+
+// preparedSet is a set or map object, read.
+type preparedSet struct {
+	family, table string
+	set           *inspect.NFTSet // or
+	mp            *inspect.NFTMap
+	handle        handle
+}
+
+// prepareSet reads a set or map object (ok false without a name or table).
+func prepareSet(js *jsonValue, isMap bool, w *renderer) (ps preparedSet, ok bool) {
+	name, table := js.fieldStr("name"), js.fieldStr("table")
+	if name == "" || table == "" {
+		return ps, false
+	}
 	name = strings.Clone(name)
-	t := b.jsonTable(js.fieldStr("family"), table)
-	w.family = string(t.Family)
+	ps.table, ps.family = table, js.fieldStr("family")
+	if ps.family == "" {
+		ps.family = "ip"
+	}
+	family := knftables.Family(ps.family)
+	w.family = ps.family
 	typ := strings.Join(js.get("type").strs(), " . ")
 	var flags []knftables.SetFlag
 	for _, f := range js.get("flags").strs() {
@@ -844,30 +883,40 @@ func (b *builder) jsonSet(js *jsonValue, isMap bool, w *renderer, i int) {
 		pol := knftables.SetPolicy(p)
 		policy = &pol
 	}
-	handle := b.jsonHandle(js, i)
+	ps.handle = readHandle(js)
 	comment := jsonComment(js.get("comment"))
 	if isMap {
 		if data := js.get("map").strs(); len(data) > 0 {
 			typ += " : " + strings.Join(data, " . ")
 		}
-		m := &inspect.NFTMap{Map: knftables.Map{
-			Family: t.Family, Table: t.Name, Name: name, Type: typ, Flags: flags,
-			Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: handle,
+		ps.mp = &inspect.NFTMap{Map: knftables.Map{
+			Family: family, Table: table, Name: name, Type: typ, Flags: flags,
+			Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: ps.handle.n,
 		}}
-		m.Elements = w.elements(js.get("elem"), true, t, name)
-		t.AddMap(m)
-		return
+		ps.mp.Elements = w.elements(js.get("elem"), true, family, table, name)
+		return ps, true
 	}
-	s := &inspect.NFTSet{Set: knftables.Set{
-		Family: t.Family, Table: t.Name, Name: name, Type: typ, Flags: flags,
-		Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: handle,
+	ps.set = &inspect.NFTSet{Set: knftables.Set{
+		Family: family, Table: table, Name: name, Type: typ, Flags: flags,
+		Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: ps.handle.n,
 	}}
 	if js.get("auto-merge").isTrue() {
 		v := true
-		s.AutoMerge = &v
+		ps.set.AutoMerge = &v
 	}
-	s.Elements = w.elements(js.get("elem"), false, t, name)
-	t.AddSet(s)
+	ps.set.Elements = w.elements(js.get("elem"), false, family, table, name)
+	return ps, true
+}
+
+// addSet adds a set or map read by prepareSet, as object i.
+func (b *builder) addSet(ps preparedSet, i int) {
+	t := b.jsonTable(ps.family, ps.table)
+	b.handleWarning(ps.handle, i)
+	if ps.mp != nil {
+		t.AddMap(ps.mp)
+		return
+	}
+	t.AddSet(ps.set)
 }
 
 func jsonDuration(v *jsonValue) *time.Duration {
@@ -1476,7 +1525,7 @@ func formatSeconds(s string) string {
 }
 
 // elements converts the "elem" list of a set or map.
-func (w *renderer) elements(items *jsonValue, isMap bool, t *inspect.NFTTable, name string) []*knftables.Element {
+func (w *renderer) elements(items *jsonValue, isMap bool, family knftables.Family, table, name string) []*knftables.Element {
 	n := items.length()
 	if n == 0 {
 		return nil
@@ -1485,7 +1534,7 @@ func (w *renderer) elements(items *jsonValue, isMap bool, t *inspect.NFTTable, n
 	out := make([]*knftables.Element, 0, n)
 	items.items(func(i int, item *jsonValue) bool {
 		e := &store[i]
-		e.Family, e.Table = t.Family, t.Name
+		e.Family, e.Table = family, table
 		if isMap {
 			e.Map = name
 			if item.length() != 2 {

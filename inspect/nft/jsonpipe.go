@@ -3,7 +3,6 @@ package nft
 import (
 	"fmt"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -22,27 +21,31 @@ const (
 	batchBytes   = 1 << 20 // … or bytes, whichever comes first
 )
 
-// preparedRule is a rule object as a worker leaves it for the builder.
+// prepared is an object as a worker leaves it for the builder.
+type prepared struct {
+	kind byte // 0: not prepared, 'r' a rule, 's' a set or map
+	rule preparedRule
+	set  preparedSet
+}
+
+// preparedRule is a rule object, read and rendered.
 type preparedRule struct {
 	family, table, chain string
 	text                 string
 	comment              *string
-	handle               *int
-	badHandle            string // a present but malformed handle, warned about in order
-	hasBadHandle         bool
+	handle               handle
 }
 
 type jsonBatch struct {
 	first int      // index in the array of objs[0]
 	objs  []string // the objects' bytes, in place in the read buffers
 	ends  []int64  // input offset after each object, for errors
-	// set by the worker: for each object, a prepared rule (rules[k].text
-	// set), or nothing (rules[k] zero: built in order by jsonObject)
-	rules  []preparedRule
-	isRule []bool
-	errAt  int // the first object that did not parse, or -1
-	err    error
-	done   chan struct{}
+	// set by the worker: for each object, a prepared rule or set, or
+	// nothing (built in order by jsonObject)
+	prepared []prepared
+	errAt    int // the first object that did not parse, or -1
+	err      error
+	done     chan struct{}
 }
 
 // framerEnd is how the framing goroutine stopped.
@@ -97,12 +100,16 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 			if bt.errAt == k {
 				return end, true, fmt.Errorf("nft JSON: offset %d: %w", bt.ends[k], fmt.Errorf("object %d: %w", i, bt.err))
 			}
-			if bt.isRule[k] {
-				b.jsonRule(&bt.rules[k], i)
+			switch pr := &bt.prepared[k]; pr.kind {
+			case 'r':
+				b.jsonRule(&pr.rule, i)
+				continue
+			case 's':
+				b.addSet(pr.set, i)
 				continue
 			}
 			v, perr := p.parse(raw)
-			if perr != nil { // the worker parsed it: cannot happen
+			if perr != nil {
 				return end, true, fmt.Errorf("nft JSON: offset %d: %w", bt.ends[k], fmt.Errorf("object %d: %w", i, perr))
 			}
 			b.jsonObject(v, w, i)
@@ -192,30 +199,33 @@ func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, stop <-chan str
 	}
 }
 
-// prepareBatch parses a batch's objects and renders its rules.
+// prepareBatch parses a batch's rules, sets and maps, and renders them.
 func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
-	bt.rules = make([]preparedRule, len(bt.objs))
-	bt.isRule = make([]bool, len(bt.objs))
+	bt.prepared = make([]prepared, len(bt.objs))
 	for k, raw := range bt.objs {
+		kind := firstKey(raw)
+		if kind != "rule" && kind != "set" && kind != "map" {
+			continue // parsed once, in order, by jsonObject
+		}
 		o, err := p.parse(raw)
 		if err != nil {
 			bt.errAt, bt.err = k, err
 			return
 		}
-		kind, v, ok := o.single()
-		if !ok && o.kind == 'o' && o.n > 0 {
-			v = o.kid(0)
-			kind, ok = v.key, true
+		v := o.kid(0)
+		pr := &bt.prepared[k]
+		if kind != "rule" {
+			if ps, ok := prepareSet(v, kind == "map", w); ok {
+				pr.kind, pr.set = 's', ps
+			}
+			continue // else warned about in order, by jsonObject
 		}
-		if !ok || kind != "rule" {
-			continue
-		}
-		r := &bt.rules[k]
+		r := &pr.rule
 		r.chain, r.table = v.fieldStr("chain"), v.fieldStr("table")
 		if r.chain == "" || r.table == "" {
-			continue // warned about in order, by jsonObject
+			continue
 		}
-		bt.isRule[k] = true
+		pr.kind = 'r'
 		r.family = v.fieldStr("family")
 		if r.family == "" {
 			r.family = "ip"
@@ -223,14 +233,7 @@ func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
 		w.family = r.family
 		r.text = normalizeRule(w.rule(v.get("expr")))
 		r.comment = jsonComment(v.get("comment"))
-		if h := v.get("handle"); h != nil {
-			n, err := strconv.Atoi(h.scalar())
-			if err != nil || !h.isNum() {
-				r.badHandle, r.hasBadHandle = h.scalar(), true
-			} else {
-				r.handle = &n
-			}
-		}
+		r.handle = readHandle(v)
 	}
 }
 
@@ -244,8 +247,23 @@ func (b *builder) jsonRule(r *preparedRule, i int) {
 		}
 		b.lastChain = c
 	}
-	if r.hasBadHandle {
-		b.warn("object %d: bad handle %q", i, r.badHandle)
+	b.handleWarning(r.handle, i)
+	b.raw.add(c, rawRule{text: r.text, comment: r.comment, handle: r.handle.n})
+}
+
+// firstKey returns an object's first member name when it is plain (no
+// escapes): the kind jsonObject reads the object as.
+func firstKey(obj string) string {
+	i := 1
+	for i < len(obj) && (obj[i] == ' ' || obj[i] == '\t' || obj[i] == '\n' || obj[i] == '\r') {
+		i++
 	}
-	b.raw.add(c, rawRule{text: r.text, comment: r.comment, handle: r.handle})
+	if i >= len(obj) || obj[i] != '"' {
+		return ""
+	}
+	end := strings.IndexAny(obj[i+1:], "\"\\")
+	if end < 0 {
+		return ""
+	}
+	return obj[i+1 : i+1+end]
 }
