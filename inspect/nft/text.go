@@ -96,16 +96,33 @@ type rawRule struct {
 	comment *string
 	handle  *int
 	line    int
+	// as read: the text is to be normalised (and, with split, its
+	// trailing `comment "…"` taken off into the comment) by finish, on
+	// every core
+	asRead, split bool
 }
 
 // addRule records a rule of chain c; with split, a trailing `comment "…"`
 // is taken off the text into the comment.
 func (b *builder) addRule(c *inspect.NFTChain, text string, comment *string, split bool, handle *int, line int) {
-	text = normalizeRule(text)
-	if split {
-		text, comment = splitComment(text)
-	}
-	b.raw.add(c, rawRule{text: text, comment: comment, handle: handle, line: line})
+	b.raw.add(c, rawRule{text: text, comment: comment, handle: handle, line: line, asRead: true, split: split})
+}
+
+// normalize normalises the text of the rules recorded as read.
+func (s *ruleStore) normalize() {
+	forChunks(len(s.rules), func(_, from, to int) {
+		for i := from; i < to; i++ {
+			r := &s.rules[i]
+			if !r.asRead {
+				continue
+			}
+			r.text = normalizeRule(r.text)
+			if r.split {
+				r.text, r.comment = splitComment(r.text)
+			}
+			r.asRead, r.split = false, false
+		}
+	})
 }
 
 // ruleStore holds the rules read, in order, as runs of one chain's rules:
@@ -166,16 +183,16 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 	}
 	rules := make([]inspect.NFTRule, n)
 	ptrs := make([]*inspect.NFTRule, n)
-	texts := make([]string, 0, n)
+	// the rules in the order they will be in, and their chains
+	src := make([]*rawRule, 0, n)
+	chains := make([]*inspect.NFTChain, 0, n)
 	k := 0
 	b.raw.of(t, func(c *inspect.NFTChain, raw []rawRule) {
 		from := k
-		for _, rr := range raw {
-			r := &rules[k]
-			r.Rule = knftables.Rule{Family: t.Family, Table: t.Name, Chain: c.Name, Rule: rr.text, Comment: rr.comment, Handle: rr.handle}
-			r.Line = rr.line
-			texts = append(texts, rr.text)
-			ptrs[k] = r
+		for i := range raw {
+			src = append(src, &raw[i])
+			chains = append(chains, c)
+			ptrs[k] = &rules[k]
 			k++
 		}
 		if c.Rules == nil {
@@ -187,7 +204,10 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 	toks := make([][]string, runtime.GOMAXPROCS(0))
 	forChunks(n, func(w, from, to int) {
 		for i := from; i < to; i++ {
-			toks[w] = analyzeInto(&rules[i].Info, texts[i], toks[w])
+			r, rr := &rules[i], src[i]
+			r.Rule = knftables.Rule{Family: t.Family, Table: t.Name, Chain: chains[i].Name, Rule: rr.text, Comment: rr.comment, Handle: rr.handle}
+			r.Line = rr.line
+			toks[w] = analyzeInto(&r.Info, rr.text, toks[w])
 		}
 	})
 }
@@ -196,6 +216,7 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 func (b *builder) finish() *inspect.Ruleset {
 	rs := &inspect.Ruleset{}
 	d := b.dump
+	b.raw.normalize()
 	for _, t := range b.tables {
 		k := tableKey{t.Family, t.Name}
 		if !b.noIPTables && isIPTablesNFT(t, &b.raw, b.iptWarned[k]) {
@@ -575,20 +596,15 @@ func (p *textParser) inTable(line string, handle *int) {
 		p.table = nil
 		return
 	}
+	if name, ok := plainChainLine(line); ok {
+		p.openChain(t, name, handle, false)
+		return
+	}
 	toks := tokenize(line)
 	switch toks[0] {
 	case "chain":
 		if len(toks) >= 3 && toks[2] == "{" {
-			c := p.b.chain(t, unquote(toks[1]))
-			if handle != nil {
-				c.Handle = handle
-			}
-			p.chain = c
-			p.state = stateInChain
-			if toks[len(toks)-1] == "}" && len(toks) > 3 {
-				p.state = stateInTable
-				p.chain = nil
-			}
+			p.openChain(t, unquote(toks[1]), handle, toks[len(toks)-1] == "}" && len(toks) > 3)
 			return
 		}
 	case "set", "map":
@@ -625,6 +641,40 @@ func (p *textParser) inTable(line string, handle *int) {
 		return
 	}
 	p.b.warn("line %d: unexpected line in table %s %s: %q", p.lr.line, t.Family, t.Name, trimForWarning(line))
+}
+
+// plainChainLine returns the name in `chain NAME {` when NAME is one
+// plain token (what tokenize would find, without tokenizing).
+func plainChainLine(line string) (string, bool) {
+	name, ok := strings.CutPrefix(line, "chain ")
+	if !ok {
+		return "", false
+	}
+	if name, ok = strings.CutSuffix(name, " {"); !ok || name == "" || name[len(name)-1] == ',' {
+		return "", false
+	}
+	for i := 0; i < len(name); i++ {
+		switch name[i] {
+		case ' ', '\t', '\n', '\r', '{', '}', '"':
+			return "", false
+		}
+	}
+	return name, true
+}
+
+// openChain starts chain name of t (closed at once for `chain x { … }` on
+// one line).
+func (p *textParser) openChain(t *inspect.NFTTable, name string, handle *int, closed bool) {
+	c := p.b.chain(t, name)
+	if handle != nil {
+		c.Handle = handle
+	}
+	p.chain = c
+	p.state = stateInChain
+	if closed {
+		p.state = stateInTable
+		p.chain = nil
+	}
 }
 
 func (p *textParser) inChain(line string, handle *int) {
