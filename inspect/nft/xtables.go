@@ -89,19 +89,22 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 	it.FromNFT = true
 	// iptables-save lists every built-in chain of the table, first, even
 	// those iptables-nft never created in the kernel
+	// (AddChain, not EnsureChain: the table's name index is then built
+	// once, at its size, when first used)
 	builtin := map[string]*inspect.IPChain{}
 	for _, name := range builtinChainsOf[t.Name] {
-		ic := it.EnsureChain(name)
-		ic.Policy = "ACCEPT"
+		ic := &inspect.IPChain{Name: name, Policy: "ACCEPT"}
+		it.AddChain(ic)
 		builtin[name] = ic
 	}
-	chains := make(map[*inspect.NFTChain]*inspect.IPChain, len(t.Chains))
-	for _, c := range t.Chains {
+	ipChains := make([]*inspect.IPChain, len(t.Chains))
+	for i, c := range t.Chains {
 		// chain names are unique within an nft table: only the built-in
 		// chains added above can already exist
 		ic := builtin[c.Name]
 		if ic == nil {
-			ic = it.EnsureChain(c.Name)
+			ic = &inspect.IPChain{Name: c.Name, Policy: "-"}
+			it.AddChain(ic)
 		}
 		if c.IsBase() {
 			ic.Policy = "ACCEPT"
@@ -109,7 +112,27 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 				ic.Policy = strings.ToUpper(string(*c.Policy))
 			}
 		}
-		chains[c] = ic
+		ipChains[i] = ic
+	}
+	// The runs of rules come in the order of t.Chains (every reader adds
+	// a chain when it first meets it): follow both, and look a chain up
+	// only when they part.
+	var byChain map[*inspect.NFTChain]*inspect.IPChain
+	next := 0
+	ipChainOf := func(c *inspect.NFTChain) *inspect.IPChain {
+		for j := next; j < len(t.Chains) && j < next+16; j++ {
+			if t.Chains[j] == c {
+				next = j
+				return ipChains[j]
+			}
+		}
+		if byChain == nil {
+			byChain = make(map[*inspect.NFTChain]*inspect.IPChain, len(t.Chains))
+			for i, c := range t.Chains {
+				byChain[c] = ipChains[i]
+			}
+		}
+		return byChain[c]
 	}
 	n := 0
 	raw.of(t, func(_ *inspect.NFTChain, rr []rawRule) { n += len(rr) })
@@ -118,7 +141,7 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 	all := make([]rawRule, 0, n)
 	k := 0
 	raw.of(t, func(c *inspect.NFTChain, rr []rawRule) {
-		ic := chains[c]
+		ic := ipChainOf(c)
 		from := k
 		for range rr {
 			ptrs[k] = &rules[k]
