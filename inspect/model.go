@@ -427,6 +427,14 @@ func (t *NFTTable) AddMap(m *NFTMap) {
 	t.mapByName[m.Name] = m
 }
 
+// DistinctChains builds the name index now and reports whether no two
+// of t.Chains share a name (a reader that appended chains itself checks
+// it so).
+func (t *NFTTable) DistinctChains() bool {
+	t.index()
+	return len(t.chainByName) == len(t.Chains)
+}
+
 func (t *NFTTable) index() {
 	if t.chainByName != nil && len(t.chainByName) == len(t.Chains) &&
 		len(t.setByName) == len(t.Sets) && len(t.mapByName) == len(t.Maps) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"sigs.k8s.io/knftables"
 
@@ -342,11 +343,69 @@ func (lr *lineReader) failure() error {
 // nft_xtables.go). Unexpected lines are skipped with a warning; a read error
 // or binary input returns what was read so far together with the error.
 func ParseText(r io.Reader, source string) (*inspect.Ruleset, error) {
-	p := &textParser{b: newNFTBuilder(source, inspect.FormatNFTText), lr: newNFTLineReader(r)}
+	if !textParallel || runtime.GOMAXPROCS(0) < 2 {
+		return parseText(newNFTLineReader(r), source)
+	}
+	data, err := readWhole(r)
+	if err != nil {
+		// what was read, then the error, as when reading line by line
+		return parseText(newNFTLineReader(io.MultiReader(bytes.NewReader(data), errorReader{err})), source)
+	}
+	if len(data) == 0 {
+		return parseText(newNFTLineReader(bytes.NewReader(nil)), source)
+	}
+	s := unsafe.String(&data[0], len(data)) // data is never written again
+	if len(s) >= textParallelMin {
+		if rs, ok := parseTextSegments(s, source); ok {
+			return rs, nil
+		}
+	}
+	return parseText(&lineReader{block: s, eof: true}, source)
+}
+
+func parseText(lr *lineReader, source string) (*inspect.Ruleset, error) {
+	p := &textParser{b: newNFTBuilder(source, inspect.FormatNFTText), lr: lr}
 	p.parse()
 	rs := p.b.finish()
 	return rs, p.lr.failure()
 }
+
+// readWhole reads r to its end in chunks that grow, then copies them into
+// one slice of the exact size: one copy of the input, where io.ReadAll's
+// growing slice copies it about twice.
+func readWhole(r io.Reader) ([]byte, error) {
+	var chunks [][]byte
+	size := 256 << 10
+	total := 0
+	var err error
+	for err == nil {
+		c := make([]byte, size)
+		n := 0
+		for n < len(c) && err == nil {
+			var m int
+			m, err = r.Read(c[n:])
+			n += m
+		}
+		chunks = append(chunks, c[:n])
+		total += n
+		size = min(2*size, 16<<20)
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	if len(chunks) == 1 {
+		return chunks[0], err
+	}
+	out := make([]byte, 0, total)
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return out, err
+}
+
+type errorReader struct{ err error }
+
+func (e errorReader) Read([]byte) (int, error) { return 0, e.err }
 
 type textState int
 
@@ -370,6 +429,8 @@ type textParser struct {
 	// (counter, quota, flowtable, ct helper …).
 	skipDepth int
 	skipFrom  textState
+	// cutShort: a statement's lines went on past the end of the input
+	cutShort bool
 }
 
 // setBlock is a set or map being read.
@@ -387,6 +448,12 @@ const maxContinuation = 1 << 20
 var iptNFTWarning = "# Warning: table "
 
 func (p *textParser) parse() {
+	p.lines()
+	p.end()
+}
+
+// lines parses the lines of p.lr.
+func (p *textParser) lines() {
 	for {
 		raw, ok := p.lr.next()
 		if !ok {
@@ -402,6 +469,10 @@ func (p *textParser) parse() {
 		}
 		p.statement(line, handle)
 	}
+}
+
+// end closes what the input left open.
+func (p *textParser) end() {
 	if p.state != stateTop {
 		p.b.warn("input ends inside a block (truncated?)")
 		p.closeAll()
@@ -490,6 +561,7 @@ func (p *textParser) continuation(line string, handle *int, bal int) (string, *i
 	for n := 0; bal > 0 && n < maxContinuation; n++ {
 		raw, ok := p.lr.next()
 		if !ok {
+			p.cutShort = true
 			break
 		}
 		next, h := p.preprocess(raw)

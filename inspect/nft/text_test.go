@@ -340,5 +340,13 @@ func FuzzParseNFTText(f *testing.F) {
 		if len(rs.Dumps) != 1 || rs.Dumps[0].Tables != len(rs.NFTables)+len(rs.IPTables) {
 			t.Fatalf("bad dump %+v", rs.Dumps)
 		}
+		// read in segments (whatever its size), when the checks let it,
+		// it is what the one-piece reader reads
+		if seg, ok := parseTextSegments(string(data), "fuzz"); ok {
+			whole, err := parseText(&lineReader{block: string(data), eof: true}, "fuzz")
+			if err != nil || !reflect.DeepEqual(indexed(seg), indexed(whole)) {
+				t.Fatalf("the readers disagree (%v):\n%+v\n%+v", err, seg.Dumps, whole.Dumps)
+			}
+		}
 	})
 }
