@@ -608,6 +608,13 @@ func (st *jsonStream) value() ([]byte, error) {
 // frame returns the next JSON value's bytes as framed by value, in place
 // (st.buf is never written again once read).
 func (st *jsonStream) frame() (string, error) {
+	if c, err := st.peek(); err == nil && c == '{' {
+		if n := objectEnd(st.buf[st.pos:]); n > 0 {
+			from := st.pos
+			st.pos += n
+			return unsafe.String(&st.buf[from], n), nil
+		}
+	}
 	from, to, err := st.extent()
 	if err != nil || from == to {
 		return "", err
@@ -687,6 +694,58 @@ func (st *jsonStream) extent() (from, to int, err error) {
 		start = st.pos
 		i = start + off
 	}
+}
+
+// inString and structural mark the bytes objectEnd stops at, inside and
+// outside strings.
+var inString, structural [256]bool
+
+func init() {
+	inString['"'], inString['\\'] = true, true
+	for _, c := range `"{}[]` {
+		structural[c] = true
+	}
+}
+
+// objectEnd is extent's framing of the object b starts with, in tight
+// loops: the length of the object, or 0 when it does not end within b.
+func objectEnd(b []byte) int {
+	depth := 0
+	for i := 0; i < len(b); {
+		for i < len(b) && !structural[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return 0
+		}
+		switch b[i] {
+		case '"':
+			i++
+			for {
+				for i < len(b) && !inString[b[i]] {
+					i++
+				}
+				if i >= len(b) {
+					return 0
+				}
+				if b[i] == '"' {
+					break
+				}
+				i += 2 // a backslash and the byte it escapes
+			}
+			i++
+		case '{', '[':
+			depth++
+			i++
+		default: // '}', ']'
+			depth--
+			i++
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 func (st *jsonStream) take(from, to int) []byte {
