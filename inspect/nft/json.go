@@ -759,6 +759,36 @@ func (st *jsonStream) wrap(err error) error {
 	return fmt.Errorf("nft JSON: offset %d: %w", st.base+int64(st.pos), err)
 }
 
+// ruleChain returns chain name of t for a JSON rule. nft lists a table's
+// chains, then their rules chain by chain in the same order: the chain of
+// the last rule, or one of the next few chains, is looked for first.
+func (b *builder) ruleChain(t *inspect.NFTTable, name string) *inspect.NFTChain {
+	if c := b.lastChain; c != nil && c.Name == name { // b.table keeps it for the same table
+		return c
+	}
+	if b.cursorTable != t {
+		b.cursorTable, b.cursor = t, -1
+	}
+	for j := b.cursor + 1; j < len(t.Chains) && j <= b.cursor+8; j++ {
+		if t.Chains[j].Name == name {
+			b.cursor, b.lastChain = j, t.Chains[j]
+			return b.lastChain
+		}
+	}
+	c := t.Chain(name)
+	if c == nil {
+		c = t.EnsureChain(strings.Clone(name))
+	}
+	for j := b.cursor + 1; j < len(t.Chains) && j <= b.cursor+64; j++ {
+		if t.Chains[j] == c {
+			b.cursor = j
+			break
+		}
+	}
+	b.lastChain = c
+	return c
+}
+
 func (b *builder) jsonTable(family, name string) *inspect.NFTTable {
 	if family == "" {
 		family = "ip"
@@ -870,13 +900,7 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 			return
 		}
 		t := b.jsonTable(v.fieldStr("family"), table)
-		c := b.lastChain // b.table keeps it for the same table
-		if c == nil || c.Name != chain {
-			if c = t.Chain(chain); c == nil {
-				c = t.EnsureChain(strings.Clone(chain))
-			}
-			b.lastChain = c
-		}
+		c := b.ruleChain(t, chain)
 		w.family = string(t.Family)
 		text := w.rule(v.get("expr"))
 		b.addRule(c, text, jsonComment(v.get("comment")), false, b.jsonHandle(v, i), 0)

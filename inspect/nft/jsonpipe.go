@@ -239,14 +239,7 @@ func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
 
 // jsonRule adds a rule a worker prepared, as jsonObject would have.
 func (b *builder) jsonRule(r *preparedRule, i int) {
-	t := b.jsonTable(r.family, r.table)
-	c := b.lastChain // b.table keeps it for the same table
-	if c == nil || c.Name != r.chain {
-		if c = t.Chain(r.chain); c == nil {
-			c = t.EnsureChain(strings.Clone(r.chain))
-		}
-		b.lastChain = c
-	}
+	c := b.ruleChain(b.jsonTable(r.family, r.table), r.chain)
 	b.handleWarning(r.handle, i)
 	b.raw.add(c, rawRule{text: r.text, comment: r.comment, handle: r.handle.n})
 }

@@ -45,7 +45,10 @@ type builder struct {
 	// names it with every rule).
 	lastTable *inspect.NFTTable
 	lastChain *inspect.NFTChain
-	lastKey   tableKey // of lastTable
+	// cursor is where in cursorTable.Chains the last JSON rule's chain is
+	cursorTable *inspect.NFTTable
+	cursor      int
+	lastKey     tableKey // of lastTable
 }
 
 func newNFTBuilder(source string, format inspect.Format) *builder {
