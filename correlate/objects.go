@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
 // decoder decodes the core and discovery kinds (Service, EndpointSlice,
@@ -97,17 +98,9 @@ func readObjects(r io.Reader, source string, only *ServiceFilter) (*Objects, err
 }
 
 // readAll reads r whole, in one allocation when r says its size (a file,
-// a bytes.Reader).
+// a bytes.Reader, the plugin's readers; inspect.InputSize).
 func readAll(r io.Reader) ([]byte, error) {
-	size := int64(0)
-	switch v := r.(type) {
-	case interface{ Stat() (fs.FileInfo, error) }:
-		if st, err := v.Stat(); err == nil && st.Mode().IsRegular() {
-			size = st.Size()
-		}
-	case interface{ Len() int }:
-		size = int64(v.Len())
-	}
+	size := inspect.InputSize(r)
 	if size <= 0 {
 		return io.ReadAll(r)
 	}

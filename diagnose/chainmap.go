@@ -32,11 +32,18 @@ type MapSummary struct {
 // MapChains attributes every chain of the node.
 func MapChains(n *Node) *ChainMap {
 	res := n.attribution()
-	m := &ChainMap{APIVersion: APIVersion, Kind: "ChainMap", Node: n.Name, Sources: n.Ruleset.Dumps, Chains: []correlate.ChainOwner{}}
-	for _, c := range res.Chains {
-		if n.Select == nil || c.ServicePort != "" && n.selected(c.ServicePort) {
-			m.Chains = append(m.Chains, c)
+	m := &ChainMap{APIVersion: APIVersion, Kind: "ChainMap", Node: n.Name, Sources: n.Ruleset.Dumps, Chains: res.Chains}
+	if n.Select != nil {
+		// only the selected Services' chains (a copy: res is shared)
+		m.Chains = nil
+		for _, c := range res.Chains {
+			if c.ServicePort != "" && n.selected(c.ServicePort) {
+				m.Chains = append(m.Chains, c)
+			}
 		}
+	}
+	if m.Chains == nil {
+		m.Chains = []correlate.ChainOwner{}
 	}
 	m.Summary = summarize(res.HaveObjects, m.Chains)
 	return m

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
@@ -153,6 +154,13 @@ func (r *cappedReader) Read(p []byte) (int, error) {
 		return n, r.tooLarge()
 	}
 	return n, err
+}
+
+// SizeHint is the size of the file read, when it says, and never more
+// than the cap (a reader that holds its input whole allocates it once:
+// a huge file must meet the cap's error, not an allocation of its size).
+func (r *cappedReader) SizeHint() int64 {
+	return min(inspect.InputSize(r.ReadCloser), max(r.left+1, 0))
 }
 
 func (r *cappedReader) tooLarge() error {

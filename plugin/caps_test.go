@@ -11,6 +11,9 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
+
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
@@ -173,3 +176,40 @@ func TestFromBundleRefusesLinks(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A file read through its cap and the check of its kind still says its
+// size, so that readers holding it whole allocate once; never more than
+// the cap, so that a huge file meets the cap's error, not an allocation.
+func TestInputSizeThroughTheCap(t *testing.T) {
+	dump := smallFixture + "iptables/save-nft-ipv4.txt"
+	st, err := os.Stat(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cap  string
+		want int64
+	}{
+		{"", st.Size()},
+		{"dump=1Ki", 1025},
+	} {
+		o := &InputOptions{MaxSize: tc.cap}
+		rc, src, err := o.open(dump)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inspect.InputSize(rc); got != tc.want {
+			t.Errorf("cap %q: size %d, want %d", tc.cap, got, tc.want)
+		}
+		if tc.cap == "" { // the check of its kind passes the size on
+			r, err := input.Expect(rc, src, input.KindRuleset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := inspect.InputSize(r); got != tc.want {
+				t.Errorf("after the check: size %d, want %d", got, tc.want)
+			}
+		}
+		rc.Close()
+	}
+}

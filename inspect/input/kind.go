@@ -186,5 +186,16 @@ func Expect(r io.Reader, source string, want Kind) (io.Reader, error) {
 	if err := misplaced(source, head, want); err != nil {
 		return nil, err
 	}
+	if size := inspect.InputSize(r); size > 0 {
+		return sizedReader{br, size}, nil
+	}
 	return br, nil
 }
+
+// sizedReader passes on the size of what it buffers.
+type sizedReader struct {
+	*bufio.Reader
+	size int64
+}
+
+func (r sizedReader) SizeHint() int64 { return r.size }

@@ -373,10 +373,16 @@ func parseText(lr *lineReader, source string) (*inspect.Ruleset, error) {
 	return rs, p.lr.failure()
 }
 
-// readWhole reads r to its end in chunks that grow, then copies them into
-// one slice of the exact size: one copy of the input, where io.ReadAll's
-// growing slice copies it about twice.
+// readWhole reads r to its end: into one allocation when r says its size,
+// else in chunks that grow, then copied into one slice of the exact size
+// (one copy of the input, where io.ReadAll's growing slice copies it about
+// twice).
 func readWhole(r io.Reader) ([]byte, error) {
+	if size := inspect.InputSize(r); size > 0 && size < 1<<40 {
+		buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
 	var chunks [][]byte
 	size := 256 << 10
 	total := 0
