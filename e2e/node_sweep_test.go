@@ -137,7 +137,7 @@ func TestSweepAllNodes(t *testing.T) {
 	t.Logf("%v: %d debug pods at most at once (%d with those being deleted), %d created on %d nodes; plugin CPU %s, max RSS %d MiB; LIST requests: %s",
 		r, r.pods.maxLive, r.pods.maxExisting, r.pods.created, len(r.pods.nodes), r.cpu.Round(10*time.Millisecond), r.maxRSSKiB/1024, formatCounts(r.lists))
 	if r.code != 0 && r.code != 2 {
-		t.Fatalf("%v, want 0 or 2 (every node read)\nstderr: %s", r, tail(r.stderr, 3000))
+		t.Fatalf("%v, want 0 or 2 (every node read)\nnodes not read: %s\nstderr: %s", r, failedItems(r.stdout), tail(r.stderr, 3000))
 	}
 	l := r.list(t)
 	checkSweepCovers(t, l, all, "Triage")

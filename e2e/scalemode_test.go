@@ -523,3 +523,20 @@ func stableRules(t *testing.T, netns []string, compare func() []string) {
 		t.Logf("attempt %d: the rules in %s changed meanwhile (%d differences): again", attempt, strings.Join(changed, ", "), len(diffs))
 	}
 }
+
+// failedItems lists the rows of a sweep's summary that are not a node's
+// verdict (nodes that could not be read, or not checked), for a failure's
+// message.
+func failedItems(stdout string) string {
+	var l sweepList
+	if err := json.Unmarshal([]byte(stdout), &l); err != nil {
+		return fmt.Sprintf("(stdout is no List: %v)", err)
+	}
+	var out []string
+	for _, row := range l.Summary.Rows {
+		if row.Error != "" || row.Status != "healthy" && row.Status != "problems" {
+			out = append(out, fmt.Sprintf("%s: %s %s", row.Node, row.Status, row.Error))
+		}
+	}
+	return strings.Join(out, "; ")
+}
