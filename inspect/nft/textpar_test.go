@@ -3,7 +3,6 @@ package nft
 import (
 	"bytes"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -34,12 +33,7 @@ func indexed(rs *inspect.Ruleset) *inspect.Ruleset {
 func sameTextParse(t *testing.T, what, data string) {
 	t.Helper()
 	s, w, errS, errW := parseTextBothWays(data)
-	if fmt.Sprint(errS) != fmt.Sprint(errW) {
-		t.Fatalf("%s: segmented error %v, whole %v", what, errS, errW)
-	}
-	if !reflect.DeepEqual(indexed(s), indexed(w)) {
-		t.Fatalf("%s: the readers disagree:\nsegmented %+v\nwhole     %+v", what, s.Dumps, w.Dumps)
-	}
+	sameResult(t, what, "segmented", s, w, errS, errW)
 }
 
 // The segmented reader reads what the one-piece reader reads, on big
