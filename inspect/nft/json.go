@@ -869,30 +869,12 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 			t.Flags = append(t.Flags, knftables.TableFlag(f))
 		}
 	case "chain":
-		name, table := v.fieldStr("name"), v.fieldStr("table")
-		if name == "" || table == "" {
+		pc, ok := prepareChain(v)
+		if !ok {
 			b.warn("object %d: chain without a name or table", i)
 			return
 		}
-		t := b.jsonTable(v.fieldStr("family"), table)
-		c := t.EnsureChain(strings.Clone(name))
-		c.Handle = b.jsonHandle(v, i)
-		c.Comment = jsonComment(v.get("comment"))
-		if hook := v.fieldStr("hook"); hook != "" {
-			typ := knftables.BaseChainType(v.fieldStr("type"))
-			hk := knftables.BaseChainHook(hook)
-			c.Type, c.Hook = &typ, &hk
-			pr := basePriority(t.Family, v.fieldStr("prio"))
-			c.Priority = &pr
-			if pol := v.fieldStr("policy"); pol != "" {
-				p := knftables.BaseChainPolicy(pol)
-				c.Policy = &p
-			}
-			if devs := v.get("dev").strs(); len(devs) > 0 {
-				d := strings.Join(devs, ",")
-				c.Device = &d
-			}
-		}
+		b.addChain(&pc, i)
 	case "rule":
 		chain, table := v.fieldStr("chain"), v.fieldStr("table")
 		if chain == "" || table == "" {
@@ -925,6 +907,65 @@ func (b *builder) jsonSet(js *jsonValue, isMap bool, w *renderer, i int) {
 		return
 	}
 	b.warn("object %d: set/map without a name or table", i)
+}
+
+// preparedChain is a chain object, read.
+type preparedChain struct {
+	family, table, name string
+	handle              handle
+	comment             *string
+	// a base chain's
+	typ      *knftables.BaseChainType
+	hook     *knftables.BaseChainHook
+	priority *knftables.BaseChainPriority
+	policy   *knftables.BaseChainPolicy
+	device   *string
+}
+
+// prepareChain reads a chain object (ok false without a name or table).
+func prepareChain(v *jsonValue) (pc preparedChain, ok bool) {
+	name, table := v.fieldStr("name"), v.fieldStr("table")
+	if name == "" || table == "" {
+		return pc, false
+	}
+	pc.name, pc.table, pc.family = strings.Clone(name), table, v.fieldStr("family")
+	if pc.family == "" {
+		pc.family = "ip"
+	}
+	pc.handle = readHandle(v)
+	pc.comment = jsonComment(v.get("comment"))
+	if hook := v.fieldStr("hook"); hook != "" {
+		typ := knftables.BaseChainType(v.fieldStr("type"))
+		hk := knftables.BaseChainHook(hook)
+		pr := basePriority(knftables.Family(pc.family), v.fieldStr("prio"))
+		pc.typ, pc.hook, pc.priority = &typ, &hk, &pr
+		if pol := v.fieldStr("policy"); pol != "" {
+			p := knftables.BaseChainPolicy(pol)
+			pc.policy = &p
+		}
+		if devs := v.get("dev").strs(); len(devs) > 0 {
+			d := strings.Join(devs, ",")
+			pc.device = &d
+		}
+	}
+	return pc, true
+}
+
+// addChain adds a chain read by prepareChain, as object i.
+func (b *builder) addChain(pc *preparedChain, i int) {
+	c := b.jsonTable(pc.family, pc.table).EnsureChain(pc.name)
+	c.Handle = pc.handle.n
+	b.handleWarning(pc.handle, i)
+	c.Comment = pc.comment
+	if pc.hook != nil {
+		c.Type, c.Hook, c.Priority = pc.typ, pc.hook, pc.priority
+		if pc.policy != nil {
+			c.Policy = pc.policy
+		}
+		if pc.device != nil {
+			c.Device = pc.device
+		}
+	}
 }
 
 // preparedSet is a set or map object, read.

@@ -23,9 +23,10 @@ const (
 
 // prepared is an object as a worker leaves it for the builder.
 type prepared struct {
-	kind byte // 0: not prepared, 'r' a rule, 's' a set or map
-	rule preparedRule
-	set  preparedSet
+	kind  byte // 0: not prepared, 'r' a rule, 's' a set or map, 'c' a chain
+	rule  preparedRule
+	set   preparedSet
+	chain preparedChain
 }
 
 // preparedRule is a rule object, read and rendered.
@@ -106,6 +107,9 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 				continue
 			case 's':
 				b.addSet(pr.set, i)
+				continue
+			case 'c':
+				b.addChain(&pr.chain, i)
 				continue
 			}
 			v, perr := p.parse(raw)
@@ -199,12 +203,13 @@ func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, stop <-chan str
 	}
 }
 
-// prepareBatch parses a batch's rules, sets and maps, and renders them.
+// prepareBatch parses a batch's rules, chains, sets and maps, and renders
+// the rules.
 func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
 	bt.prepared = make([]prepared, len(bt.objs))
 	for k, raw := range bt.objs {
 		kind := firstKey(raw)
-		if kind != "rule" && kind != "set" && kind != "map" {
+		if kind != "rule" && kind != "set" && kind != "map" && kind != "chain" {
 			continue // parsed once, in order, by jsonObject
 		}
 		o, err := p.parse(raw)
@@ -214,11 +219,17 @@ func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
 		}
 		v := o.kid(0)
 		pr := &bt.prepared[k]
-		if kind != "rule" {
+		switch kind {
+		case "chain":
+			if pc, ok := prepareChain(v); ok {
+				pr.kind, pr.chain = 'c', pc
+			}
+			continue // else warned about in order, by jsonObject
+		case "set", "map":
 			if ps, ok := prepareSet(v, kind == "map", w); ok {
 				pr.kind, pr.set = 's', ps
 			}
-			continue // else warned about in order, by jsonObject
+			continue
 		}
 		r := &pr.rule
 		r.chain, r.table = v.fieldStr("chain"), v.fieldStr("table")
