@@ -403,6 +403,11 @@ func (p *parser) header(line string) bool {
 }
 
 func (p *parser) commit() {
+	if p.declaring {
+		// a table of declarations only: merge the duplicates now
+		p.table.Reindex()
+		p.declaring = false
+	}
 	p.rs.IPTables = append(p.rs.IPTables, p.table)
 	p.table = nil
 }
