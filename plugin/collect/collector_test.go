@@ -131,6 +131,8 @@ type fakeRunner struct {
 	outputs map[string]fakeResult // by argv joined with spaces
 	bodies  map[string]string     // by path; a missing path is a refused connection
 	runErr  error                 // Run fails with it
+	cuts    int                   // so many Runs of cutOn, after some output, fail as a connection cut under them
+	cutOn   string                // the argv (joined) whose Runs are cut
 	block   bool                  // Run waits for ctx to end
 	onRun   func()                // called in every Run (before it blocks)
 	maxArg  int                   // the longest argument the node takes; 0: the kernel's 128 KiB
@@ -206,6 +208,11 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 		w, err := sink.Open(i)
 		if err != nil {
 			return "", err
+		}
+		if r.cuts > 0 && i == len(cmds)-1 && slices.Contains(call, r.cutOn) {
+			r.cuts--
+			io.WriteString(w, res.out[:len(res.out)/2])
+			return "", errors.New("next reader: read tcp 172.31.255.1:39800->172.31.255.1:6443: read: connection reset by peer")
 		}
 		if _, err := io.WriteString(w, res.out); err != nil {
 			return "", err
@@ -1389,5 +1396,61 @@ func TestCollectInterruptedCreate(t *testing.T) {
 	}
 	if left := e.managedPods(t); len(left) > 0 {
 		t.Errorf("pod %s/%s left behind after an interrupted create", left[0].Namespace, left[0].Name)
+	}
+}
+
+// TestCollectReadsAgainAfterACut: an exec whose connection is cut
+// mid-stream (seen in the e2e cluster under load: "connection reset by
+// peer" from the API server) is run once more into fresh files, so the
+// bundle holds the whole output once; cut twice, the read fails with the
+// exec's error, and nothing is left of it.
+func TestCollectReadsAgainAfterACut(t *testing.T) {
+	for _, tc := range []struct {
+		cutOn string
+		cuts  int
+	}{{"iptables-nft-save", 1}, {"iptables-nft-save", 2}, {"iptables -V", 1}, {"iptables -V", 2}} {
+		cuts := tc.cuts
+		t.Run(fmt.Sprintf("%s cut %d times", tc.cutOn, cuts), func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			e.runner.cuts, e.runner.cutOn = cuts, tc.cutOn
+			save := e.runner.outputs["iptables-nft-save"].out
+			e.runner.outputs["ip6tables-legacy-save"] = fakeResult{out: save}
+			_, err := e.collector(Options{Node: testNode, Via: ViaDebugPod}).Collect(context.Background())
+			e.checkCleanedUp(t)
+			if cuts == 2 {
+				containsAll(t, err, "exec in "+DefaultDebugNamespace+"/"+testDebugPod+" failed", "connection reset by peer")
+				if ents, _ := os.ReadDir(e.dir); len(ents) > 0 {
+					t.Errorf("left behind: %v", ents)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			b := openBundle(t, e.dir)
+			checkSizes(t, b)
+			seen := map[string]int{}
+			for _, f := range b.Manifest.Files {
+				seen[f.Path]++
+			}
+			for p, n := range seen {
+				if n != 1 {
+					t.Errorf("%s listed %d times", p, n)
+				}
+			}
+			data, err := os.ReadFile(filepath.Join(e.dir, "ip6tables-legacy-save.txt"))
+			if err != nil || string(data) != save {
+				t.Errorf("the cut file holds %q (%v), want the whole output %q", data, err, save)
+			}
+			runs := 0
+			for _, call := range e.runner.calls {
+				if slices.Contains(call, tc.cutOn) {
+					runs++
+				}
+			}
+			if runs != 2 {
+				t.Errorf("%s ran %d times, want 2 (once cut, once whole)", tc.cutOn, runs)
+			}
+		})
 	}
 }

@@ -126,13 +126,22 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	}
 	outs := make([]bytes.Buffer, len(cmds))
 	rcs := make([]int, len(cmds))
-	for i := range rcs {
-		rcs[i] = -1
+	var stderr string
+	var err error
+	for attempt := 0; attempt < 2; attempt++ { // once more if the connection is cut (runToFiles)
+		for i := range rcs {
+			outs[i].Reset()
+			rcs[i] = -1
+		}
+		stderr, err = c.run(ctx, t, cmds, Sink{
+			Open: func(i int) (io.Writer, error) { return &outs[i], nil },
+			Done: func(i, rc int) { rcs[i] = rc },
+		})
+		if err == nil || ctx.Err() != nil || !brokenConnection(err) {
+			break
+		}
+		c.Progress.Step("the exec was cut (%s): probing again", firstLine(err.Error()))
 	}
-	stderr, err := c.run(ctx, t, cmds, Sink{
-		Open: func(i int) (io.Writer, error) { return &outs[i], nil },
-		Done: func(i, rc int) { rcs[i] = rc },
-	})
 	if err != nil {
 		return p, c.execError(ctx, err, t, stderr)
 	}
@@ -189,6 +198,45 @@ func (c *Collector) execError(ctx context.Context, err error, t Target, stderr s
 // runToFiles runs cmds in one exec, streaming each output into its file.
 // A failed nft -j (an nft built without JSON) is retried as text.
 func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, cmds []NodeCommand, what string) error {
+	files, created := len(w.man.Files), len(w.created)
+	err := c.runToFilesOnce(ctx, w, t, cmds, what)
+	var cut *execCut
+	if errors.As(err, &cut) {
+		// The connection was cut under the exec (the API server or the
+		// node's kubelet went away mid-stream): the commands only read,
+		// so they are run once more, into fresh files.
+		w.forget(files, created)
+		c.Progress.Step("the exec was cut (%s): reading again", cut.msg)
+		err = c.runToFilesOnce(ctx, w, t, cmds, what)
+	}
+	if errors.As(err, &cut) {
+		return cut.err
+	}
+	return err
+}
+
+// execCut is an exec whose connection broke mid-stream; err is the error
+// to report should it break again.
+type execCut struct {
+	err error
+	msg string
+}
+
+func (e *execCut) Error() string { return e.err.Error() }
+
+// brokenConnection reports whether an exec failed because its connection
+// broke, not because of what it ran or who ran it.
+func brokenConnection(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"connection reset by peer", "broken pipe", "use of closed network connection", "unexpected EOF", "websocket: close 1006"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Collector) runToFilesOnce(ctx context.Context, w *bundleWriter, t Target, cmds []NodeCommand, what string) error {
 	c.Progress.Step("%s (%d commands in one exec)", what, len(cmds))
 	files := make([]*os.File, len(cmds))
 	counters := make([]*countingWriter, len(cmds))
@@ -222,7 +270,11 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 		},
 	})
 	if err != nil {
-		return c.execError(ctx, err, t, stderr)
+		rerr := c.execError(ctx, err, t, stderr)
+		if ctx.Err() == nil && brokenConnection(err) {
+			return &execCut{err: rerr, msg: firstLine(err.Error())}
+		}
+		return rerr
 	}
 	var retry []NodeCommand
 	for i, cmd := range cmds {
