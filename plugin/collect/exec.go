@@ -31,6 +31,8 @@ type Target struct {
 
 // Sink receives the outputs of a batch of commands as they stream.
 type Sink struct {
+	// Open may be called again for a command when its exec is run again
+	// (its connection was cut): the output starts afresh.
 	Open func(i int) (io.Writer, error)
 	Done func(i int, rc int)
 }

@@ -126,22 +126,13 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	}
 	outs := make([]bytes.Buffer, len(cmds))
 	rcs := make([]int, len(cmds))
-	var stderr string
-	var err error
-	for attempt := 0; attempt < 2; attempt++ { // once more if the connection is cut (runToFiles)
-		for i := range rcs {
-			outs[i].Reset()
-			rcs[i] = -1
-		}
-		stderr, err = c.run(ctx, t, cmds, Sink{
-			Open: func(i int) (io.Writer, error) { return &outs[i], nil },
-			Done: func(i, rc int) { rcs[i] = rc },
-		})
-		if err == nil || ctx.Err() != nil || !brokenConnection(err) {
-			break
-		}
-		c.Progress.Step("the exec was cut (%s): probing again", firstLine(err.Error()))
+	for i := range rcs {
+		rcs[i] = -1
 	}
+	stderr, err := c.run(ctx, t, cmds, Sink{
+		Open: func(i int) (io.Writer, error) { outs[i].Reset(); return &outs[i], nil },
+		Done: func(i, rc int) { rcs[i] = rc },
+	})
 	if err != nil {
 		return p, c.execError(ctx, err, t, stderr)
 	}
@@ -198,45 +189,6 @@ func (c *Collector) execError(ctx context.Context, err error, t Target, stderr s
 // runToFiles runs cmds in one exec, streaming each output into its file.
 // A failed nft -j (an nft built without JSON) is retried as text.
 func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, cmds []NodeCommand, what string) error {
-	files, created := len(w.man.Files), len(w.created)
-	err := c.runToFilesOnce(ctx, w, t, cmds, what)
-	var cut *execCut
-	if errors.As(err, &cut) {
-		// The connection was cut under the exec (the API server or the
-		// node's kubelet went away mid-stream): the commands only read,
-		// so they are run once more, into fresh files.
-		w.forget(files, created)
-		c.Progress.Step("the exec was cut (%s): reading again", cut.msg)
-		err = c.runToFilesOnce(ctx, w, t, cmds, what)
-	}
-	if errors.As(err, &cut) {
-		return cut.err
-	}
-	return err
-}
-
-// execCut is an exec whose connection broke mid-stream; err is the error
-// to report should it break again.
-type execCut struct {
-	err error
-	msg string
-}
-
-func (e *execCut) Error() string { return e.err.Error() }
-
-// brokenConnection reports whether an exec failed because its connection
-// broke, not because of what it ran or who ran it.
-func brokenConnection(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"connection reset by peer", "broken pipe", "use of closed network connection", "unexpected EOF", "websocket: close 1006"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *Collector) runToFilesOnce(ctx context.Context, w *bundleWriter, t Target, cmds []NodeCommand, what string) error {
 	c.Progress.Step("%s (%d commands in one exec)", what, len(cmds))
 	files := make([]*os.File, len(cmds))
 	counters := make([]*countingWriter, len(cmds))
@@ -254,11 +206,17 @@ func (c *Collector) runToFilesOnce(ctx context.Context, w *bundleWriter, t Targe
 	}()
 	stderr, err := c.run(ctx, t, cmds, Sink{
 		Open: func(i int) (io.Writer, error) {
-			f, err := w.create(cmds[i].FileName())
-			if err != nil {
+			if files[i] == nil {
+				f, err := w.create(cmds[i].FileName())
+				if err != nil {
+					return nil, err
+				}
+				files[i] = f
+			} else if err := restart(files[i]); err != nil { // run again after a cut
 				return nil, err
 			}
-			files[i], starts[i] = f, time.Now()
+			f := files[i]
+			starts[i] = time.Now()
 			counters[i] = &countingWriter{w: f, progress: c.Progress, label: strings.Join(cmds[i].Argv, " "), last: time.Now()}
 			return counters[i], nil
 		},
@@ -270,11 +228,7 @@ func (c *Collector) runToFilesOnce(ctx context.Context, w *bundleWriter, t Targe
 		},
 	})
 	if err != nil {
-		rerr := c.execError(ctx, err, t, stderr)
-		if ctx.Err() == nil && brokenConnection(err) {
-			return &execCut{err: rerr, msg: firstLine(err.Error())}
-		}
-		return rerr
+		return c.execError(ctx, err, t, stderr)
 	}
 	var retry []NodeCommand
 	for i, cmd := range cmds {
@@ -317,10 +271,18 @@ func (c *Collector) run(ctx context.Context, t Target, cmds []NodeCommand, sink 
 	off := 0
 	for _, batch := range Batches(cmds) {
 		base := off
-		s, err := c.Runner.Run(ctx, t, batch, Sink{
+		bs := Sink{
 			Open: func(i int) (io.Writer, error) { return sink.Open(base + i) },
 			Done: func(i, rc int) { sink.Done(base+i, rc) },
-		})
+		}
+		s, err := c.Runner.Run(ctx, t, batch, bs)
+		if err != nil && ctx.Err() == nil && brokenConnection(err) {
+			// The connection broke under the exec (the API server or the
+			// kubelet went away mid-stream): the commands only read, so
+			// they run once more, each output starting afresh.
+			c.Progress.Step("the exec was cut (%s): running it again", firstLine(err.Error()))
+			s, err = c.Runner.Run(ctx, t, batch, bs)
+		}
 		stderr.WriteString(s)
 		if err != nil {
 			return stderr.String(), err
@@ -360,4 +322,25 @@ func (cw *countingWriter) Write(p []byte) (int, error) {
 func (cw *countingWriter) finish(d time.Duration) {
 	cw.seconds = d.Seconds()
 	cw.progress.Done(cw.label, cw.n, d)
+}
+
+// brokenConnection reports whether an exec failed because its connection
+// broke, not because of what it ran or who ran it.
+func brokenConnection(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"connection reset by peer", "broken pipe", "use of closed network connection", "unexpected EOF", "websocket: close 1006"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// restart empties a file being written, for its output to start afresh.
+func restart(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
 }
