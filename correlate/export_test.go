@@ -3,12 +3,14 @@ package correlate
 import (
 	"bytes"
 	"io"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
 // ReadObjectsGeneric reads objects with the generic decoder only, for the
 // benchmarks' comparison.
 func ReadObjectsGeneric(r io.Reader, source string) (*Objects, error) {
-	data, err := readAll(r)
+	data, err := inspect.ReadAll(r)
 	if err != nil {
 		return nil, err
 	}

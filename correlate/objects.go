@@ -76,7 +76,7 @@ func ReadServiceObjects(r io.Reader, source string, only ServiceFilter) (*Object
 }
 
 func readObjects(r io.Reader, source string, only *ServiceFilter) (*Objects, error) {
-	data, err := readAll(r)
+	data, err := inspect.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
@@ -95,18 +95,6 @@ func readObjects(r io.Reader, source string, only *ServiceFilter) (*Objects, err
 		return nil, fmt.Errorf("%s: no Services or EndpointSlices found; expected the output of `kubectl get services,endpointslices -A -o json`", source)
 	}
 	return objs, nil
-}
-
-// readAll reads r whole, in one allocation when r says its size (a file,
-// a bytes.Reader, the plugin's readers; inspect.InputSize).
-func readAll(r io.Reader) ([]byte, error) {
-	size := inspect.InputSize(r)
-	if size <= 0 {
-		return io.ReadAll(r)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	_, err := buf.ReadFrom(r)
-	return buf.Bytes(), err
 }
 
 // decodeGeneric decodes with the Kubernetes decoder: YAML or JSON, every

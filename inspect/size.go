@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"io"
 	"io/fs"
 )
@@ -26,4 +27,43 @@ func InputSize(r io.Reader) int64 {
 		return int64(v.Len())
 	}
 	return 0
+}
+
+// ReadAll reads r to its end: into one allocation when r says its size,
+// else in chunks that grow, then copied into one slice of the exact size
+// (one copy of the input, where io.ReadAll's growing slice copies it about
+// twice).
+func ReadAll(r io.Reader) ([]byte, error) {
+	if size := InputSize(r); size > 0 && size < 1<<40 {
+		buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
+	var chunks [][]byte
+	size := 256 << 10
+	total := 0
+	var err error
+	for err == nil {
+		c := make([]byte, size)
+		n := 0
+		for n < len(c) && err == nil {
+			var m int
+			m, err = r.Read(c[n:])
+			n += m
+		}
+		chunks = append(chunks, c[:n])
+		total += n
+		size = min(2*size, 16<<20)
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	if len(chunks) == 1 {
+		return chunks[0], err
+	}
+	out := make([]byte, 0, total)
+	for _, c := range chunks {
+		out = append(out, c...)
+	}
+	return out, err
 }

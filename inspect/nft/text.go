@@ -349,7 +349,7 @@ func ParseText(r io.Reader, source string) (*inspect.Ruleset, error) {
 	if !textParallel || runtime.GOMAXPROCS(0) < 2 {
 		return parseText(newNFTLineReader(r), source)
 	}
-	data, err := readWhole(r)
+	data, err := inspect.ReadAll(r)
 	if err != nil {
 		// what was read, then the error, as when reading line by line
 		return parseText(newNFTLineReader(io.MultiReader(bytes.NewReader(data), errorReader{err})), source)
@@ -371,45 +371,6 @@ func parseText(lr *lineReader, source string) (*inspect.Ruleset, error) {
 	p.parse()
 	rs := p.b.finish()
 	return rs, p.lr.failure()
-}
-
-// readWhole reads r to its end: into one allocation when r says its size,
-// else in chunks that grow, then copied into one slice of the exact size
-// (one copy of the input, where io.ReadAll's growing slice copies it about
-// twice).
-func readWhole(r io.Reader) ([]byte, error) {
-	if size := inspect.InputSize(r); size > 0 && size < 1<<40 {
-		buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-		_, err := buf.ReadFrom(r)
-		return buf.Bytes(), err
-	}
-	var chunks [][]byte
-	size := 256 << 10
-	total := 0
-	var err error
-	for err == nil {
-		c := make([]byte, size)
-		n := 0
-		for n < len(c) && err == nil {
-			var m int
-			m, err = r.Read(c[n:])
-			n += m
-		}
-		chunks = append(chunks, c[:n])
-		total += n
-		size = min(2*size, 16<<20)
-	}
-	if err == io.EOF {
-		err = nil
-	}
-	if len(chunks) == 1 {
-		return chunks[0], err
-	}
-	out := make([]byte, 0, total)
-	for _, c := range chunks {
-		out = append(out, c...)
-	}
-	return out, err
 }
 
 type errorReader struct{ err error }
