@@ -111,28 +111,24 @@ func newNameIndex(objs *Objects) *nameIndex {
 		ipt := &TableRef{Mode: string(kubeproxy.ModeIPTables), Table: kubeproxy.TableNAT}
 		nft := &TableRef{Mode: string(kubeproxy.ModeNFTables), Table: kubeproxy.NFTTable}
 		h := PortProtoHash(spn, proto)
+		base := NFTServiceBase(sp.Namespace, sp.Name, proto, sp.PortName)
 		for _, k := range []struct {
-			prefix string
-			kind   kubeproxy.ChainKind
-		}{{kubeproxy.PrefixService, kubeproxy.KindService}, {kubeproxy.PrefixLocal, kubeproxy.KindLocal}, {kubeproxy.PrefixExternal, kubeproxy.KindExternal}, {kubeproxy.PrefixFirewall, kubeproxy.KindFirewall}} {
+			prefix, nftPrefix string
+			kind              kubeproxy.ChainKind
+		}{
+			{kubeproxy.PrefixService, kubeproxy.NFTPrefixService, kubeproxy.KindService},
+			{kubeproxy.PrefixLocal, kubeproxy.NFTPrefixLocal, kubeproxy.KindLocal},
+			{kubeproxy.PrefixExternal, kubeproxy.NFTPrefixExternal, kubeproxy.KindExternal},
+			{kubeproxy.PrefixFirewall, kubeproxy.NFTPrefixFirewall, kubeproxy.KindFirewall},
+		} {
 			if !sp.usesChain(k.kind) {
 				continue
 			}
 			o := owner
 			o.TableRef, o.Kind = ipt, k.kind
 			add(k.prefix+h, h, o)
-		}
-		base := NFTServiceBase(sp.Namespace, sp.Name, proto, sp.PortName)
-		for _, k := range []struct {
-			prefix string
-			kind   kubeproxy.ChainKind
-		}{{kubeproxy.NFTPrefixService, kubeproxy.KindService}, {kubeproxy.NFTPrefixLocal, kubeproxy.KindLocal}, {kubeproxy.NFTPrefixExternal, kubeproxy.KindExternal}, {kubeproxy.NFTPrefixFirewall, kubeproxy.KindFirewall}} {
-			if !sp.usesChain(k.kind) {
-				continue
-			}
-			o := owner
-			o.TableRef, o.Kind = nft, k.kind
-			add(k.prefix+base, base[:8], o)
+			o.TableRef = nft
+			add(k.nftPrefix+base, base[:8], o)
 		}
 		for _, ep := range sp.Endpoints {
 			s := ep.String()

@@ -868,26 +868,18 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 		for _, f := range v.get("flags").strs() {
 			t.Flags = append(t.Flags, knftables.TableFlag(f))
 		}
-	case "chain":
-		pc, ok := prepareChain(v)
-		if !ok {
-			b.warn("object %d: chain without a name or table", i)
-			return
+	case "chain", "rule", "set", "map":
+		pr := prepareObject(kind, v, w)
+		if !b.addPrepared(&pr, i) {
+			what := "set/map without a name or table"
+			switch kind {
+			case "chain":
+				what = "chain without a name or table"
+			case "rule":
+				what = "rule without a chain or table"
+			}
+			b.warn("object %d: %s", i, what)
 		}
-		b.addChain(&pc, i)
-	case "rule":
-		chain, table := v.fieldStr("chain"), v.fieldStr("table")
-		if chain == "" || table == "" {
-			b.warn("object %d: rule without a chain or table", i)
-			return
-		}
-		t := b.jsonTable(v.fieldStr("family"), table)
-		c := b.ruleChain(t, chain)
-		w.family = string(t.Family)
-		text := w.rule(v.get("expr"))
-		b.addRule(c, text, jsonComment(v.get("comment")), false, b.jsonHandle(v, i), 0)
-	case "set", "map":
-		b.jsonSet(v, kind == "map", w, i)
 	case "element":
 		t := b.jsonTable(v.fieldStr("family"), v.fieldStr("table"))
 		name := v.fieldStr("name")
@@ -901,12 +893,78 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 	}
 }
 
-func (b *builder) jsonSet(js *jsonValue, isMap bool, w *renderer, i int) {
-	if ps, ok := prepareSet(js, isMap, w); ok {
-		b.addSet(ps, i)
-		return
+// prepared is an object of a kind the builder adds from what it read
+// (on a worker, for the batched reader): a rule, chain, set or map.
+type prepared struct {
+	kind  byte // 0: not prepared (no name or table), 'r' a rule, 's' a set or map, 'c' a chain
+	rule  preparedRule
+	set   preparedSet
+	chain preparedChain
+}
+
+// prepareObject reads an object of kind rule, chain, set or map.
+func prepareObject(kind string, v *jsonValue, w *renderer) (pr prepared) {
+	var ok bool
+	switch kind {
+	case "rule":
+		pr.rule, ok = prepareRule(v, w)
+		pr.kind = 'r'
+	case "chain":
+		pr.chain, ok = prepareChain(v)
+		pr.kind = 'c'
+	case "set", "map":
+		pr.set, ok = prepareSet(v, kind == "map", w)
+		pr.kind = 's'
 	}
-	b.warn("object %d: set/map without a name or table", i)
+	if !ok {
+		pr.kind = 0
+	}
+	return pr
+}
+
+// addPrepared adds what prepareObject read, as object i; false when it
+// read nothing.
+func (b *builder) addPrepared(pr *prepared, i int) bool {
+	switch pr.kind {
+	case 'r':
+		r := &pr.rule
+		c := b.ruleChain(b.jsonTable(r.family, r.table), r.chain)
+		b.handleWarning(r.handle, i)
+		b.raw.add(c, rawRule{text: r.text, comment: r.comment, handle: r.handle.n})
+	case 'c':
+		b.addChain(&pr.chain, i)
+	case 's':
+		b.addSet(pr.set, i)
+	default:
+		return false
+	}
+	return true
+}
+
+// preparedRule is a rule object, read and rendered.
+type preparedRule struct {
+	family, table, chain string
+	text                 string
+	comment              *string
+	handle               handle
+}
+
+// prepareRule reads a rule object and renders its text (ok false without
+// a chain or table).
+func prepareRule(v *jsonValue, w *renderer) (r preparedRule, ok bool) {
+	r.chain, r.table = v.fieldStr("chain"), v.fieldStr("table")
+	if r.chain == "" || r.table == "" {
+		return r, false
+	}
+	r.family = v.fieldStr("family")
+	if r.family == "" {
+		r.family = "ip"
+	}
+	w.family = r.family
+	r.text = normalizeRule(w.rule(v.get("expr")))
+	r.comment = jsonComment(v.get("comment"))
+	r.handle = readHandle(v)
+	return r, true
 }
 
 // preparedChain is a chain object, read.

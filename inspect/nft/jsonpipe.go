@@ -21,22 +21,6 @@ const (
 	batchBytes   = 1 << 20 // … or bytes, whichever comes first
 )
 
-// prepared is an object as a worker leaves it for the builder.
-type prepared struct {
-	kind  byte // 0: not prepared, 'r' a rule, 's' a set or map, 'c' a chain
-	rule  preparedRule
-	set   preparedSet
-	chain preparedChain
-}
-
-// preparedRule is a rule object, read and rendered.
-type preparedRule struct {
-	family, table, chain string
-	text                 string
-	comment              *string
-	handle               handle
-}
-
 type jsonBatch struct {
 	first int      // index in the array of objs[0]
 	objs  []string // the objects' bytes, in place in the read buffers
@@ -101,15 +85,7 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 			if bt.errAt == k {
 				return end, true, fmt.Errorf("nft JSON: offset %d: %w", bt.ends[k], fmt.Errorf("object %d: %w", i, bt.err))
 			}
-			switch pr := &bt.prepared[k]; pr.kind {
-			case 'r':
-				b.jsonRule(&pr.rule, i)
-				continue
-			case 's':
-				b.addSet(pr.set, i)
-				continue
-			case 'c':
-				b.addChain(&pr.chain, i)
+			if b.addPrepared(&bt.prepared[k], i) {
 				continue
 			}
 			v, perr := p.parse(raw)
@@ -217,42 +193,9 @@ func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
 			bt.errAt, bt.err = k, err
 			return
 		}
-		v := o.kid(0)
-		pr := &bt.prepared[k]
-		switch kind {
-		case "chain":
-			if pc, ok := prepareChain(v); ok {
-				pr.kind, pr.chain = 'c', pc
-			}
-			continue // else warned about in order, by jsonObject
-		case "set", "map":
-			if ps, ok := prepareSet(v, kind == "map", w); ok {
-				pr.kind, pr.set = 's', ps
-			}
-			continue
-		}
-		r := &pr.rule
-		r.chain, r.table = v.fieldStr("chain"), v.fieldStr("table")
-		if r.chain == "" || r.table == "" {
-			continue
-		}
-		pr.kind = 'r'
-		r.family = v.fieldStr("family")
-		if r.family == "" {
-			r.family = "ip"
-		}
-		w.family = r.family
-		r.text = normalizeRule(w.rule(v.get("expr")))
-		r.comment = jsonComment(v.get("comment"))
-		r.handle = readHandle(v)
+		// kind 0 when it lacks a name or table: jsonObject warns, in order
+		bt.prepared[k] = prepareObject(kind, o.kid(0), w)
 	}
-}
-
-// jsonRule adds a rule a worker prepared, as jsonObject would have.
-func (b *builder) jsonRule(r *preparedRule, i int) {
-	c := b.ruleChain(b.jsonTable(r.family, r.table), r.chain)
-	b.handleWarning(r.handle, i)
-	b.raw.add(c, rawRule{text: r.text, comment: r.comment, handle: r.handle.n})
 }
 
 // firstKey returns an object's first member name when it is plain (no
