@@ -976,10 +976,10 @@ func nftRoute(t *inspect.NFTTable, traffic string, chains []string) Route {
 		case in.Numgen > 0:
 			entries := numgenEntries(r.Rule.Rule)
 			for i := 0; i < in.Numgen; i++ {
-				target, ok := in.NumgenTargets[i]
-				if !ok {
+				if i >= len(in.NumgenTargets) || in.NumgenTargets[i] == "" {
 					continue
 				}
+				target := in.NumgenTargets[i]
 				hop := RouteHop{Share: 1 / float64(in.Numgen), Rule: entries.rule(r.Rule.Rule, i)}
 				if ec := t.Chain(target); ec != nil {
 					hop.Chain = target

@@ -212,7 +212,7 @@ func referrers(rs *inspect.Ruleset, c ChainOwner) []string {
 					}
 				}
 				for _, to := range r.Info.NumgenTargets {
-					if to == c.Chain {
+					if to == c.Chain && to != "" {
 						add(ch.Name)
 					}
 				}

@@ -511,9 +511,9 @@ type NFTRuleInfo struct {
 	DNAT []string
 	// Numgen is N of `numgen random mod N`, 0 when absent.
 	Numgen int
-	// NumgenTargets maps numgen index to target ("ip:port" for DNAT maps,
-	// chain name for verdict maps).
-	NumgenTargets map[int]string
+	// NumgenTargets holds the target of each numgen index ("ip:port" for
+	// DNAT maps, chain name for verdict maps), "" for an index with none.
+	NumgenTargets []string
 	// MarkSetOp/MarkSetValue: `meta mark set meta mark | 0x4000` is
 	// {"or", 0x4000}; `^` is "xor"; a plain `mark set 0x4000` is "set".
 	MarkSetOp    string

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/proxyrules/kubectl-proxyrules/internal/benchutil"
 	"github.com/proxyrules/kubectl-proxyrules/internal/synth"
 )
 
@@ -58,7 +59,7 @@ func init() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("peak-rss %d\n", peakRSSSelf())
+	fmt.Printf("peak-rss %d\n", benchutil.PeakRSS())
 	os.Exit(0)
 }
 
@@ -127,7 +128,7 @@ func benchmarkCommand(b *testing.B, node benchNode, template string) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := benchutil.CPUTime()
 	for i := 0; i < b.N; i++ {
 		out.n = 0
 		cmd := NewCmdRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
@@ -138,7 +139,7 @@ func benchmarkCommand(b *testing.B, node benchNode, template string) {
 		}
 	}
 	b.StopTimer()
-	cpu := cpuTime() - cpu0
+	cpu := benchutil.CPUTime() - cpu0
 	if out.n == 0 {
 		b.Fatal("the command printed nothing")
 	}

@@ -961,7 +961,7 @@ func prepareRule(v *jsonValue, w *renderer) (r preparedRule, ok bool) {
 		r.family = "ip"
 	}
 	w.family = r.family
-	r.text = normalizeRule(w.rule(v.get("expr")))
+	r.text = w.ruleText(v.get("expr"))
 	r.comment = jsonComment(v.get("comment"))
 	r.handle = readHandle(v)
 	return r, true
@@ -1119,6 +1119,8 @@ type renderer struct {
 	buf    []byte
 	family string
 	depth  int
+	// text holds the rules' text (ruleText)
+	text textBlock
 }
 
 // maxExprDepth bounds the nesting the renderer follows (fuzzed input can nest
@@ -1132,6 +1134,26 @@ type exprCtx struct {
 
 // rule renders a rule's "expr" array.
 func (w *renderer) rule(exprs *jsonValue) string {
+	w.render1(exprs)
+	return string(w.buf)
+}
+
+// ruleText renders a rule's "expr" array, normalised, into the renderer's
+// text block.
+func (w *renderer) ruleText(exprs *jsonValue) string {
+	w.render1(exprs)
+	if len(w.buf) == 0 {
+		return ""
+	}
+	s := unsafe.String(&w.buf[0], len(w.buf)) // read before w.buf is written again
+	if needsNormalize(s) {
+		return w.text.normalized(s)
+	}
+	return w.text.copy(w.buf)
+}
+
+// render1 renders a rule's "expr" array into w.buf.
+func (w *renderer) render1(exprs *jsonValue) {
 	w.buf = w.buf[:0]
 	if exprs.isArr() {
 		exprs.items(func(_ int, e *jsonValue) bool {
@@ -1142,7 +1164,6 @@ func (w *renderer) rule(exprs *jsonValue) string {
 			return true
 		})
 	}
-	return string(w.buf)
 }
 
 func (w *renderer) ws(parts ...string) {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
@@ -31,21 +32,24 @@ func tokenize(s string) []string {
 	return appendTokens(make([]string, 0, n), s)
 }
 
+// tokenClass sorts the bytes appendTokens looks at: 0 a byte of a word,
+// 1 white space, 2 a brace, 3 a double quote. One table lookup per byte
+// where a chain of comparisons was.
+var tokenClass = [256]uint8{' ': 1, '\t': 1, '\n': 1, '\r': 1, '{': 2, '}': 2, '"': 3}
+
 // appendTokens appends the tokens of s to toks.
 func appendTokens(toks []string, s string) []string {
 	i := 0
 	for i < len(s) {
-		c := s[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+		switch tokenClass[s[i]] {
+		case 1:
 			i++
 			continue
-		}
-		if c == '{' || c == '}' {
+		case 2:
 			toks = append(toks, s[i:i+1])
 			i++
 			continue
-		}
-		if c == '"' {
+		case 3:
 			j := i + 1
 			for j < len(s) && s[j] != '"' {
 				if s[j] == '\\' && j+1 < len(s) {
@@ -60,25 +64,25 @@ func appendTokens(toks []string, s string) []string {
 			i = j
 			continue
 		}
-		j := i
+		j := i + 1
 		for j < len(s) {
-			d := s[j]
-			if d == ' ' || d == '\t' || d == '\n' || d == '\r' || d == '{' || d == '}' {
-				break
-			}
-			if d == '"' {
-				// a quote inside a word (`prefix"x"`): keep it in the word.
-				k := j + 1
-				for k < len(s) && s[k] != '"' {
-					k++
-				}
-				if k < len(s) {
-					k++
-				}
-				j = k
+			c := tokenClass[s[j]]
+			if c == 0 {
+				j++
 				continue
 			}
-			j++
+			if c != 3 {
+				break
+			}
+			// a quote inside a word (`prefix"x"`): keep it in the word.
+			k := j + 1
+			for k < len(s) && s[k] != '"' {
+				k++
+			}
+			if k < len(s) {
+				k++
+			}
+			j = k
 		}
 		w := s[i:j]
 		if len(w) > 1 && w[len(w)-1] == ',' {
@@ -162,28 +166,96 @@ var verdicts = map[string]bool{"accept": true, "drop": true, "reject": true, "re
 // case.
 func analyzeRule(text string) inspect.NFTRuleInfo {
 	var info inspect.NFTRuleInfo
-	analyzeInto(&info, text, nil)
+	new(ruleScratch).analyze(&info, text)
 	return info
 }
 
-// analyzeInto fills info from text, tokenizing into buf (reused across
-// calls by the parsers; info keeps substrings of text only). It returns
-// the token buffer.
-func analyzeInto(info *inspect.NFTRuleInfo, text string, buf []string) []string {
-	var toks []string
-	if buf == nil {
-		toks = tokenize(text)
-	} else {
-		toks = appendTokens(buf[:0], text)
+// ruleScratch is what one worker reuses from one rule's analysis to the
+// next: the tokens, the lists being filled, and the blocks the finished
+// lists and DNAT destinations are carved from, so that a rule costs a few
+// allocations per thousand rules rather than a few per rule.
+type ruleScratch struct {
+	toks  []string
+	lists [numLists][]string
+	strs  []string  // block of list elements; never appended past its cap
+	text  textBlock // of DNAT destinations
+}
+
+// the lists of an NFTRuleInfo, in ruleScratch.lists
+const (
+	listJumps = iota
+	listGotos
+	listVMaps
+	listMaps
+	listSets
+	listDNAT
+	listSaddr
+	listXT
+	numLists
+)
+
+// analyze fills info from text; info keeps substrings of text and of the
+// scratch's blocks only.
+func (sc *ruleScratch) analyze(info *inspect.NFTRuleInfo, text string) {
+	sc.toks = appendTokens(sc.toks[:0], text)
+	fields := [numLists]*[]string{&info.Jumps, &info.Gotos, &info.VMaps, &info.Maps, &info.Sets, &info.DNAT, &info.Saddr, &info.XT}
+	for k, f := range fields {
+		*f = sc.lists[k][:0]
 	}
-	a := analyzer{toks: toks, info: info}
+	a := analyzer{toks: sc.toks, info: info, sc: sc}
 	a.run()
-	return toks
+	for k, f := range fields {
+		l := *f
+		sc.lists[k] = l[:0]
+		*f = sc.keep(l)
+	}
+}
+
+// keep copies l into the block of list elements (nil when empty).
+func (sc *ruleScratch) keep(l []string) []string { return keepStrings(&sc.strs, l) }
+
+// keepStrings copies l into *block, a block of strings that is never
+// appended to past its capacity (a full one is replaced by a new one,
+// twice as big up to 1024 strings), and returns the copy (nil when l is
+// empty).
+func keepStrings(block *[]string, l []string) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	b := *block
+	if cap(b)-len(b) < len(l) {
+		b = make([]string, 0, max(min(2*cap(b), 1024), 16, len(l)))
+	}
+	n := len(b)
+	b = append(b, l...)
+	*block = b
+	return b[n:len(b):len(b)]
+}
+
+// hostPort returns "host:port" ("[host]:port" when host holds a colon),
+// carved from the scratch's text block.
+func (sc *ruleScratch) hostPort(host, port string) string {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	v6 := strings.IndexByte(host, ':') >= 0
+	tb := &sc.text
+	tb.room(len(host) + len(port) + 3)
+	from := len(tb.b)
+	if v6 {
+		tb.b = append(tb.b, '[')
+	}
+	tb.b = append(tb.b, host...)
+	if v6 {
+		tb.b = append(tb.b, ']')
+	}
+	tb.b = append(tb.b, ':')
+	tb.b = append(tb.b, port...)
+	return tb.since(from)
 }
 
 type analyzer struct {
 	toks []string
 	info *inspect.NFTRuleInfo
+	sc   *ruleScratch
 	// numgen is N of a `numgen … mod N` whose map/vmap has not been read yet.
 	numgenPending bool
 	inDNAT        bool
@@ -324,12 +396,9 @@ func (a *analyzer) mapLookup(i int) int {
 			return
 		}
 		if a.inDNAT {
-			dst := dnatTarget(val, a.dnatFamily)
+			dst := a.dnatTarget(val, a.dnatFamily)
 			if dst == "" {
 				return
-			}
-			if info.DNAT == nil && info.Numgen > 0 && info.Numgen <= 1<<16 {
-				info.DNAT = make([]string, 0, info.Numgen)
 			}
 			info.DNAT = append(info.DNAT, dst)
 			if idx >= 0 {
@@ -339,15 +408,25 @@ func (a *analyzer) mapLookup(i int) int {
 	})
 }
 
+// maxNumgenIndex bounds the numgen indices NumgenTargets holds (kube-proxy
+// writes one per endpoint; a larger index is garbled input).
+const maxNumgenIndex = 1 << 16
+
 func (a *analyzer) numgenTarget(idx int, target string) {
-	if a.info.NumgenTargets == nil {
-		n := a.info.Numgen
-		if n > 1<<10 {
-			n = 1 << 10
+	t := a.info.NumgenTargets
+	if idx >= len(t) {
+		if idx >= maxNumgenIndex {
+			return
 		}
-		a.info.NumgenTargets = make(map[int]string, n)
+		n := idx + 1
+		if g := a.info.Numgen; g > n && g <= maxNumgenIndex {
+			n = g
+		}
+		t = make([]string, n)
+		copy(t, a.info.NumgenTargets)
+		a.info.NumgenTargets = t
 	}
-	a.info.NumgenTargets[idx] = target
+	t[idx] = target
 }
 
 // mapEntry is one `key : value` entry of an inline map: token index ranges
@@ -373,7 +452,7 @@ func (a *analyzer) saddr(i int) int {
 	case t == "" || t[0] == '@' || t == "." || a.tok(i+1) == ".":
 		return i - 1 // a set reference, or a concatenation
 	case t == "{":
-		var vals []string
+		vals := a.info.Saddr[:0] // the scratch list
 		j := i + 1
 		for ; j < len(a.toks) && a.toks[j] != "}"; j++ {
 			if v := strings.TrimSuffix(a.toks[j], ","); v != "" && v != "," {
@@ -383,7 +462,7 @@ func (a *analyzer) saddr(i int) int {
 		a.info.Saddr, a.info.SaddrNot = vals, not
 		return j
 	}
-	a.info.Saddr, a.info.SaddrNot = []string{t}, not
+	a.info.Saddr, a.info.SaddrNot = append(a.info.Saddr[:0], t), not
 	return i
 }
 
@@ -491,7 +570,7 @@ func (a *analyzer) dnat(i int) int {
 		return j - 1
 	}
 	if len(parts) == 3 && parts[1] == "." {
-		if dst := dnatTarget(parts, family); dst != "" {
+		if dst := a.dnatTarget(parts, family); dst != "" {
 			a.info.DNAT = append(a.info.DNAT, dst)
 			return start + 2
 		}
@@ -504,22 +583,14 @@ func (a *analyzer) dnat(i int) int {
 
 // dnatTarget converts a map value `addr . port` into "addr:port"
 // ("[addr]:port" for IPv6).
-func dnatTarget(val []string, family string) string {
+func (a *analyzer) dnatTarget(val []string, family string) string {
 	if len(val) == 3 && val[1] == "." {
-		return joinHostPort(val[0], val[2])
+		return a.sc.hostPort(val[0], val[2])
 	}
 	if len(val) == 1 {
 		return normalizeDNAT(val[0], family)
 	}
 	return ""
-}
-
-func joinHostPort(host, port string) string {
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + port
-	}
-	return host + ":" + port
 }
 
 // normalizeDNAT normalises `a:p`, `[a]:p`, `a` and (IPv6) `a` to the
@@ -679,31 +750,94 @@ func (a *analyzer) random(i int) int {
 // one space and trims the ends (iptables-nft rules list with double spaces
 // where an untranslatable match was).
 func normalizeRule(s string) string {
+	var tb textBlock
+	return tb.normalized(s)
+}
+
+// textBlock hands out strings carved from large byte blocks: one
+// allocation for many rules' text instead of one per rule. A block is never
+// written where a string was handed out.
+type textBlock struct{ b []byte }
+
+// room makes sure n more bytes fit in the current block (a new block is
+// twice as big as the last, up to 64 KiB).
+func (tb *textBlock) room(n int) {
+	if cap(tb.b)-len(tb.b) < n {
+		tb.b = make([]byte, 0, max(min(2*cap(tb.b), 64<<10), 256, n))
+	}
+}
+
+// join returns toks joined by single spaces: the token itself when there
+// is one, else carved from the block.
+func (tb *textBlock) join(toks []string) string {
+	switch len(toks) {
+	case 0:
+		return ""
+	case 1:
+		return toks[0]
+	}
+	n := len(toks) - 1
+	for _, t := range toks {
+		n += len(t)
+	}
+	tb.room(n)
+	from := len(tb.b)
+	for i, t := range toks {
+		if i > 0 {
+			tb.b = append(tb.b, ' ')
+		}
+		tb.b = append(tb.b, t...)
+	}
+	return tb.since(from)
+}
+
+// since returns what was appended to the block from offset from on.
+func (tb *textBlock) since(from int) string {
+	if len(tb.b) == from {
+		return ""
+	}
+	b := tb.b[from:]
+	return unsafe.String(&b[0], len(b))
+}
+
+// copy returns a copy of b carved from the block.
+func (tb *textBlock) copy(b []byte) string {
+	tb.room(len(b))
+	from := len(tb.b)
+	tb.b = append(tb.b, b...)
+	return tb.since(from)
+}
+
+// normalized returns s with runs of white space outside double quotes
+// collapsed into one space and its ends trimmed: s itself when it is so
+// already, else a copy carved from the block.
+func (tb *textBlock) normalized(s string) string {
 	if !needsNormalize(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
+	tb.room(len(s))
+	from := len(tb.b)
 	inQ := false
 	pendingSpace := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !inQ && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-			pendingSpace = b.Len() > 0
+			pendingSpace = len(tb.b) > from
 			continue
 		}
 		if pendingSpace {
-			b.WriteByte(' ')
+			tb.b = append(tb.b, ' ')
 			pendingSpace = false
 		}
 		if c == '"' {
 			inQ = !inQ
 		}
-		b.WriteByte(c)
+		tb.b = append(tb.b, c)
 	}
-	return b.String()
+	return tb.since(from)
 }
 
+// needsNormalize reports whether normalized would change s.
 func needsNormalize(s string) bool {
 	if s == "" {
 		return false
@@ -715,9 +849,14 @@ func needsNormalize(s string) bool {
 		return true
 	}
 	// Up to the first quote no state is needed (the last byte is no
-	// space, so s[i+1] exists after one).
+	// space, so s[i+1] exists after one). Most bytes are above '"': one
+	// comparison each.
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
+		c := s[i]
+		if c > '"' {
+			continue
+		}
+		switch c {
 		case '"':
 			return needsNormalizeQuoted(s)
 		case '\t', '\r', '\n':

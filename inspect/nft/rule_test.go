@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,22 +77,22 @@ func TestAnalyzeNFTRule(t *testing.T) {
 
 		// service dispatch
 		{"≤1.35 numgen vmap (source)", `numgen random mod 2 vmap { 0 : goto ` + ep0 + ` , 1 : goto ` + ep1 + ` }`,
-			inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: map[int]string{0: ep0, 1: ep1}}},
+			inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: []string{ep0, ep1}}},
 		{"≤1.35 numgen vmap (nft)", `numgen random mod 2 vmap { 0 : goto ` + ep0 + `, 1 : goto ` + ep1 + ` }`,
-			inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: map[int]string{0: ep0, 1: ep1}}},
+			inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: []string{ep0, ep1}}},
 		{"numgen vmap with jump", `numgen inc mod 2 offset 0 vmap { 0 : jump a, 1 : jump b }`,
-			inspect.NFTRuleInfo{Jumps: []string{"a", "b"}, Numgen: 2, NumgenTargets: map[int]string{0: "a", 1: "b"}}},
+			inspect.NFTRuleInfo{Jumps: []string{"a", "b"}, Numgen: 2, NumgenTargets: []string{"a", "b"}}},
 		{"≥1.36 dnat map (source)", `meta l4proto tcp dnat ip addr . port to numgen random mod 2 map { 0 : 10.180.0.4 . 80 , 1 : 10.180.0.5 . 80 }`,
 			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.4:80", "10.180.0.5:80"}, Numgen: 2,
-				NumgenTargets: map[int]string{0: "10.180.0.4:80", 1: "10.180.0.5:80"}}},
+				NumgenTargets: []string{"10.180.0.4:80", "10.180.0.5:80"}}},
 		{"≥1.36 dnat map (nft)", `meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.180.0.4 . 80, 1 : 10.180.0.5 . 80 }`,
 			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.4:80", "10.180.0.5:80"}, Numgen: 2,
-				NumgenTargets: map[int]string{0: "10.180.0.4:80", 1: "10.180.0.5:80"}}},
+				NumgenTargets: []string{"10.180.0.4:80", "10.180.0.5:80"}}},
 		{"1.36 single-endpoint map", `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map { 0 : 10.180.0.1 . 80 }`,
-			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1:80"}, Numgen: 1, NumgenTargets: map[int]string{0: "10.180.0.1:80"}}},
+			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1:80"}, Numgen: 1, NumgenTargets: []string{"10.180.0.1:80"}}},
 		{"dnat map, elements out of order", `dnat ip to numgen random mod 3 map { 2 : 10.0.0.3 . 80, 0 : 10.0.0.1 . 80, 1 : 10.0.0.2 . 80 }`,
 			inspect.NFTRuleInfo{DNAT: []string{"10.0.0.3:80", "10.0.0.1:80", "10.0.0.2:80"}, Numgen: 3,
-				NumgenTargets: map[int]string{0: "10.0.0.1:80", 1: "10.0.0.2:80", 2: "10.0.0.3:80"}}},
+				NumgenTargets: []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"}}},
 		{"1.37 single dnat", `meta l4proto tcp dnat to 10.180.0.1:80`, inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1:80"}}},
 		{"dnat without port", `dnat to 10.180.0.1`, inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1"}}},
 		{"dnat addr . port", `dnat ip addr . port to 10.0.0.1 . 8080`, inspect.NFTRuleInfo{DNAT: []string{"10.0.0.1:8080"}}},
@@ -103,10 +104,10 @@ func TestAnalyzeNFTRule(t *testing.T) {
 		{"IPv6 single dnat, family", `dnat ip6 to [fd00::1]:80`, inspect.NFTRuleInfo{DNAT: []string{"[fd00::1]:80"}}},
 		{"IPv6 dnat map (source)", `meta l4proto tcp dnat ip6 addr . port to numgen random mod 2 map { 0 : fd00:10:180::4 . 80 , 1 : fd00:10:180::5 . 80 }`,
 			inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}, Numgen: 2,
-				NumgenTargets: map[int]string{0: "[fd00:10:180::4]:80", 1: "[fd00:10:180::5]:80"}}},
+				NumgenTargets: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}}},
 		{"IPv6 dnat map (nft)", `meta l4proto tcp dnat ip6 to numgen random mod 2 map { 0 : fd00:10:180::4 . 80, 1 : fd00:10:180::5 . 80 }`,
 			inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}, Numgen: 2,
-				NumgenTargets: map[int]string{0: "[fd00:10:180::4]:80", 1: "[fd00:10:180::5]:80"}}},
+				NumgenTargets: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}}},
 		{"IPv6 dnat without port", `dnat ip6 to fd00::1`, inspect.NFTRuleInfo{DNAT: []string{"fd00::1"}}},
 		{"IPv6 affinity check", `ip6 saddr @` + af6 + ` goto ` + ep6,
 			inspect.NFTRuleInfo{Gotos: []string{ep6}, Sets: []string{af6}}},
@@ -117,7 +118,7 @@ func TestAnalyzeNFTRule(t *testing.T) {
 		{"affinity check", `ip saddr @` + aff + ` goto ` + epA, inspect.NFTRuleInfo{Gotos: []string{epA}, Sets: []string{aff}}},
 		{"affinity update", `update @` + aff + ` { ip saddr }`, inspect.NFTRuleInfo{Sets: []string{aff}}},
 		{"affinity numgen mod 1", `numgen random mod 1 vmap { 0 : goto ` + epA + ` }`,
-			inspect.NFTRuleInfo{Gotos: []string{epA}, Numgen: 1, NumgenTargets: map[int]string{0: epA}}},
+			inspect.NFTRuleInfo{Gotos: []string{epA}, Numgen: 1, NumgenTargets: []string{epA}}},
 
 		// fixed chains
 		{"vmap service-ips", `ip daddr . meta l4proto . th dport vmap @service-ips`, inspect.NFTRuleInfo{VMaps: []string{"service-ips"}}},
@@ -271,9 +272,12 @@ func FuzzAnalyzeNFTRule(f *testing.F) {
 		if info.Numgen < 0 {
 			t.Fatalf("negative numgen %d", info.Numgen)
 		}
-		for k := range info.NumgenTargets {
-			if k < 0 {
-				t.Fatalf("negative numgen index %d", k)
+		if len(info.NumgenTargets) > maxNumgenIndex {
+			t.Fatalf("%d numgen targets", len(info.NumgenTargets))
+		}
+		for k, to := range info.NumgenTargets {
+			if to != "" && !slices.Contains(info.DNAT, to) && !slices.Contains(info.Gotos, to) && !slices.Contains(info.Jumps, to) {
+				t.Fatalf("numgen target %d %q is no DNAT destination, goto or jump of %+v", k, to, info)
 			}
 		}
 		if info.Probability < 0 || math.IsNaN(info.Probability) {

@@ -49,6 +49,9 @@ type builder struct {
 	cursorTable *inspect.NFTTable
 	cursor      int
 	lastKey     tableKey // of lastTable
+	// appendChains: chain appends without a name lookup (segments)
+	appendChains bool
+	chainBlock   []inspect.NFTChain // allocated ahead, for chain
 }
 
 func newNFTBuilder(source string, format inspect.Format) *builder {
@@ -88,9 +91,21 @@ func (b *builder) table(family knftables.Family, name string) *inspect.NFTTable 
 	return t
 }
 
-// chain returns the named chain of t, adding it when missing.
+// chain returns the named chain of t, adding it when missing; a segment's
+// builder (appendChains) adds it without looking (a chain listed twice is
+// found when the segments are joined).
 func (b *builder) chain(t *inspect.NFTTable, name string) *inspect.NFTChain {
-	return t.EnsureChain(name)
+	if !b.appendChains {
+		return t.EnsureChain(name)
+	}
+	if len(b.chainBlock) == 0 {
+		b.chainBlock = make([]inspect.NFTChain, 256)
+	}
+	c := &b.chainBlock[0]
+	b.chainBlock = b.chainBlock[1:]
+	c.Chain = knftables.Chain{Family: t.Family, Table: t.Name, Name: name}
+	t.Chains = append(t.Chains, c)
+	return c
 }
 
 // rawRule is a rule as read, before it becomes an NFTRule (or, in an
@@ -115,12 +130,13 @@ func (b *builder) addRule(c *inspect.NFTChain, text string, comment *string, spl
 // normalize normalises the text of the rules recorded as read.
 func (s *ruleStore) normalize() {
 	forChunks(len(s.rules), func(_, from, to int) {
+		var tb textBlock
 		for i := from; i < to; i++ {
 			r := &s.rules[i]
 			if !r.asRead {
 				continue
 			}
-			r.text = normalizeRule(r.text)
+			r.text = tb.normalized(r.text)
 			if r.split {
 				r.text, r.comment = splitComment(r.text)
 			}
@@ -205,13 +221,14 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 			c.Rules = append(c.Rules, ptrs[from:k]...)
 		}
 	})
-	toks := make([][]string, runtime.GOMAXPROCS(0))
+	scratch := make([]ruleScratch, runtime.GOMAXPROCS(0))
 	forChunks(n, func(w, from, to int) {
+		sc := &scratch[w]
 		for i := from; i < to; i++ {
 			r, rr := &rules[i], src[i]
 			r.Rule = knftables.Rule{Family: t.Family, Table: t.Name, Chain: chains[i].Name, Rule: rr.text, Comment: rr.comment, Handle: rr.handle}
 			r.Line = rr.line
-			toks[w] = analyzeInto(&r.Info, rr.text, toks[w])
+			sc.analyze(&r.Info, rr.text)
 		}
 	})
 }
@@ -401,6 +418,9 @@ type textParser struct {
 	skipFrom  textState
 	// cutShort: a statement's lines went on past the end of the input
 	cutShort bool
+	// reused from one elements statement to the next
+	parts []string
+	es    elementScratch
 }
 
 // setBlock is a set or map being read.
@@ -502,8 +522,9 @@ func commentStart(s string) int {
 
 // braceBalance counts '{' minus '}' outside double quotes.
 func braceBalance(s string) int {
-	if strings.IndexByte(s, '{') < 0 && strings.IndexByte(s, '}') < 0 {
-		return 0 // most lines: no scan for quotes
+	if strings.IndexByte(s, '"') < 0 {
+		// most lines: no quotes, so count fast
+		return strings.Count(s, "{") - strings.Count(s, "}")
 	}
 	n := 0
 	inQ := false
@@ -909,11 +930,12 @@ func (p *textParser) elements(line string) {
 		body = body[:i]
 	}
 	sb := p.set
-	for _, part := range splitTop(body, ',') {
+	p.parts = appendSplitTop(p.parts[:0], body, ',')
+	for _, part := range p.parts {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		e := parseElementText(part)
+		e := p.es.parse(part)
 		if len(e.Key) == 0 {
 			continue
 		}
@@ -928,8 +950,10 @@ func (p *textParser) elements(line string) {
 }
 
 // splitTop splits s on sep outside double quotes, braces and brackets.
-func splitTop(s string, sep byte) []string {
-	var out []string
+func splitTop(s string, sep byte) []string { return appendSplitTop(nil, s, sep) }
+
+// appendSplitTop appends the parts of s split as splitTop does to out.
+func appendSplitTop(out []string, s string, sep byte) []string {
 	depth := 0
 	inQ := false
 	start := 0
@@ -956,9 +980,29 @@ func splitTop(s string, sep byte) []string {
 // parseElementText parses one element of an `elements = { … }` list:
 // `KEY [timeout T] [expires T] [counter packets N bytes M] [comment "C"] [: VALUE]`.
 func parseElementText(s string) *knftables.Element {
-	e := &knftables.Element{}
-	toks := tokenize(s)
-	var key, val []string
+	return new(elementScratch).parse(s)
+}
+
+// elementScratch is what a reader reuses from one set element to the next:
+// token lists, and blocks the elements, their keys and values are carved
+// from.
+type elementScratch struct {
+	toks, key, val []string
+	parts          []string            // of a key or value being split
+	strs           []string            // block of keys and values
+	elems          []knftables.Element // block of elements
+	text           textBlock           // of values of several tokens
+}
+
+func (es *elementScratch) parse(s string) *knftables.Element {
+	if len(es.elems) == 0 {
+		es.elems = make([]knftables.Element, min(max(2*cap(es.elems), 4), 256))
+	}
+	e := &es.elems[0]
+	es.elems = es.elems[1:]
+	es.toks = appendTokens(es.toks[:0], s)
+	toks := es.toks
+	key, val := es.key[:0], es.val[:0]
 	inVal := false
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -988,28 +1032,31 @@ func parseElementText(s string) *knftables.Element {
 			val = append(val, t)
 		}
 	}
-	e.Key = splitConcat(key)
+	es.key, es.val = key, val
+	e.Key = es.splitConcat(key)
 	if inVal {
-		e.Value = splitConcat(val)
+		e.Value = es.splitConcat(val)
 	}
 	return e
 }
 
 // splitConcat groups tokens separated by "." tokens:
 // [a . b . c] → ["a", "b", "c"], [goto x] → ["goto x"].
-func splitConcat(toks []string) []string {
+func (es *elementScratch) splitConcat(toks []string) []string {
 	if len(toks) == 0 {
 		return nil
 	}
-	var out []string
+	out := es.parts[:0]
 	start := 0
 	for i, t := range toks {
 		if t == "." {
-			out = append(out, unquote(strings.Join(toks[start:i], " ")))
+			out = append(out, unquote(es.text.join(toks[start:i])))
 			start = i + 1
 		}
 	}
-	return append(out, unquote(strings.Join(toks[start:], " ")))
+	out = append(out, unquote(es.text.join(toks[start:])))
+	es.parts = out
+	return keepStrings(&es.strs, out)
 }
 
 func (p *textParser) finishSet() {

@@ -148,6 +148,7 @@ func tableBefore(s string, from int) (tableKey, bool) {
 // parseSegment parses one segment with a builder of its own.
 func parseSegment(sg *textSegment, source string, last bool) {
 	b := newNFTBuilder(source, inspect.FormatNFTText)
+	b.appendChains = true
 	p := &textParser{b: b, lr: &lineReader{block: sg.text, eof: true, line: sg.startLine}}
 	if sg.table != nil {
 		p.table, p.state = b.table(sg.table.family, sg.table.name), stateInTable

@@ -71,8 +71,11 @@ func TestTextSegmentsAgree(t *testing.T) {
 			at := strings.Index(data[2*len(data)/3:], "\n\tchain ") + 2*len(data)/3 + 1
 			first := data[strings.Index(data, "\n\tchain ")+1:]
 			firstChain := first[:strings.Index(first, "\n\t}\n")+4]
+			chainAt := data[at:]
+			chainAt = chainAt[:strings.Index(chainAt, "\n\t}\n")+4]
 			for name, ins := range map[string]string{
 				"chain listed again":    firstChain,
+				"chain listed twice":    chainAt, // in one segment
 				"garbage":               "\tthis is not nft\n",
 				"binary":                "\tchain x {\n\t\tdrop \x00\n\t}\n",
 				"unclosed chain":        "\tchain open {\n\t\tdrop\n",

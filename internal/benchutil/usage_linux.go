@@ -1,4 +1,6 @@
-package plugin
+// Package benchutil measures what a benchmark costs beyond its wall clock:
+// CPU time and peak resident memory.
+package benchutil
 
 import (
 	"bufio"
@@ -9,11 +11,11 @@ import (
 	"time"
 )
 
-// peakRSSSelf is this process's peak resident set size in bytes (VmHWM):
+// PeakRSS is this process's peak resident set size in bytes (VmHWM):
 // the peak of its own address space since exec. (The rusage of a child
 // would not do: Linux counts the parent's pages the child had before its
 // exec.)
-func peakRSSSelf() int64 {
+func PeakRSS() int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -31,10 +33,10 @@ func peakRSSSelf() int64 {
 	return 0
 }
 
-// cpuTime is the CPU time (user and system) this process has used: on a
+// CPUTime is the CPU time (user and system) this process has used: on a
 // shared machine it says what a command costs when the wall clock also
 // counts others' work.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
