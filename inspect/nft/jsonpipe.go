@@ -33,6 +33,14 @@ type jsonBatch struct {
 	done     chan struct{}
 }
 
+// reset empties a batch the builder is done with, for use again.
+func (bt *jsonBatch) reset() {
+	clear(bt.objs)
+	clear(bt.prepared) // drop what the builder took
+	bt.objs, bt.ends, bt.prepared = bt.objs[:0], bt.ends[:0], bt.prepared[:0]
+	bt.err = nil
+}
+
 // framerEnd is how the framing goroutine stopped.
 type framerEnd struct {
 	count      int   // objects framed and handed on
@@ -48,6 +56,9 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 	workers := runtime.GOMAXPROCS(0)
 	work := make(chan *jsonBatch, workers)
 	order := make(chan *jsonBatch, 2*workers)
+	// batches the builder is done with, for the framer to fill again (a
+	// batch's arrays are big: reused, they cost no fresh memory)
+	free := make(chan *jsonBatch, 4*workers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -55,7 +66,7 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 		defer wg.Done()
 		defer close(order)
 		defer close(work)
-		end = frameBatches(st, work, order, stop)
+		end = frameBatches(st, work, order, free, stop)
 	}()
 	for range workers {
 		wg.Add(1)
@@ -94,6 +105,11 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 			}
 			b.jsonObject(v, w, i)
 		}
+		bt.reset()
+		select {
+		case free <- bt:
+		default:
+		}
 	}
 	wg.Wait()
 	if end.err != nil {
@@ -106,7 +122,7 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 // the workers and, in order, to the builder. It stops before anything it
 // cannot frame as an object (leaving st there), at the closing ']', or
 // when told to.
-func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, stop <-chan struct{}) framerEnd {
+func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, free <-chan *jsonBatch, stop <-chan struct{}) framerEnd {
 	i := 0
 	var bt *jsonBatch
 	size := 0
@@ -165,7 +181,12 @@ func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, stop <-chan str
 			return framerEnd{count: i, commaTaken: i > 0}
 		}
 		if bt == nil {
-			bt = &jsonBatch{first: i, errAt: -1, done: make(chan struct{})}
+			select {
+			case bt = <-free:
+			default:
+				bt = &jsonBatch{}
+			}
+			bt.first, bt.errAt, bt.done = i, -1, make(chan struct{})
 		}
 		bt.objs = append(bt.objs, obj)
 		bt.ends = append(bt.ends, st.base+int64(st.pos))
@@ -182,7 +203,11 @@ func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, stop <-chan str
 // prepareBatch parses a batch's rules, chains, sets and maps, and renders
 // the rules.
 func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
-	bt.prepared = make([]prepared, len(bt.objs))
+	if cap(bt.prepared) >= len(bt.objs) {
+		bt.prepared = bt.prepared[:len(bt.objs)] // cleared by reset
+	} else {
+		bt.prepared = make([]prepared, len(bt.objs))
+	}
 	for k, raw := range bt.objs {
 		kind := firstKey(raw)
 		if kind != "rule" && kind != "set" && kind != "map" && kind != "chain" {

@@ -151,8 +151,10 @@ func (s *ruleStore) normalize() {
 type ruleStore struct {
 	rules []rawRule
 	runs  []ruleRun
-	// before counts the rules of chains whose run ended, for count.
-	before map[*inspect.NFTChain]int
+	// counted holds the rules of each chain in runs[:countedRuns], for
+	// count (built when first asked)
+	counted     map[*inspect.NFTChain]int
+	countedRuns int
 }
 
 type ruleRun struct {
@@ -162,22 +164,25 @@ type ruleRun struct {
 
 func (s *ruleStore) add(c *inspect.NFTChain, r rawRule) {
 	if n := len(s.runs); n == 0 || s.runs[n-1].chain != c {
-		if n > 0 {
-			last := s.runs[n-1]
-			if s.before == nil {
-				s.before = map[*inspect.NFTChain]int{}
-			}
-			s.before[last.chain] += last.to - last.from
-		}
 		s.runs = append(s.runs, ruleRun{c, len(s.rules), len(s.rules)})
 	}
 	s.rules = append(s.rules, r)
 	s.runs[len(s.runs)-1].to++
 }
 
-// count is how many rules c has so far.
+// count is how many rules c has so far. It is asked for a chain listed
+// again, which is rare: the counts are taken from the runs ended since
+// the last time it was asked (the last run may still grow).
 func (s *ruleStore) count(c *inspect.NFTChain) int {
-	n := s.before[c]
+	if s.counted == nil {
+		s.counted = map[*inspect.NFTChain]int{}
+	}
+	ended := max(len(s.runs)-1, 0)
+	for _, run := range s.runs[s.countedRuns:ended] {
+		s.counted[run.chain] += run.to - run.from
+	}
+	s.countedRuns = ended
+	n := s.counted[c]
 	if k := len(s.runs); k > 0 && s.runs[k-1].chain == c {
 		n += s.runs[k-1].to - s.runs[k-1].from
 	}
@@ -418,6 +423,8 @@ type textParser struct {
 	skipFrom  textState
 	// cutShort: a statement's lines went on past the end of the input
 	cutShort bool
+	// chainRules counts the rules of chain so far
+	chainRules int
 	// reused from one elements statement to the next
 	parts []string
 	es    elementScratch
@@ -728,7 +735,12 @@ func plainChainLine(line string) (string, bool) {
 // openChain starts chain name of t (closed at once for `chain x { … }` on
 // one line).
 func (p *textParser) openChain(t *inspect.NFTTable, name string, handle *int, closed bool) {
+	n := len(t.Chains)
 	c := p.b.chain(t, name)
+	p.chainRules = 0
+	if len(t.Chains) == n {
+		p.chainRules = p.b.raw.count(c) // listed again
+	}
 	if handle != nil {
 		c.Handle = handle
 	}
@@ -747,7 +759,7 @@ func (p *textParser) inChain(line string, handle *int) {
 		p.chain = nil
 		return
 	}
-	if p.b.raw.count(c) == 0 && (strings.HasPrefix(line, "type ") || strings.HasPrefix(line, "comment ") ||
+	if p.chainRules == 0 && (strings.HasPrefix(line, "type ") || strings.HasPrefix(line, "comment ") ||
 		strings.HasPrefix(line, "policy ") || strings.HasPrefix(line, "devices ")) {
 		toks := tokenize(line)
 		if toks[0] == "type" && containsToken(toks, "hook") {
@@ -765,6 +777,7 @@ func (p *textParser) inChain(line string, handle *int) {
 		}
 	}
 	p.b.addRule(c, line, nil, true, handle, p.lr.line)
+	p.chainRules++
 }
 
 func containsToken(toks []string, s string) bool {

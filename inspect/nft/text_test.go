@@ -350,3 +350,42 @@ func FuzzParseNFTText(f *testing.F) {
 		}
 	})
 }
+
+// A chain listed again: a `comment` line opening the second listing is the
+// chain's comment only while the chain has no rules yet, as when it is
+// listed once.
+func TestParseNFTTextChainListedAgain(t *testing.T) {
+	in := `table ip t {
+	chain empty {
+	}
+	chain full {
+		drop
+	}
+	chain other {
+		accept
+	}
+	chain empty {
+		comment "first words"
+		accept
+	}
+	chain full {
+		comment "too late"
+	}
+}
+`
+	rs, err := ParseText(strings.NewReader(in), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := rs.NFTables[0]
+	if len(tb.Chains) != 3 {
+		t.Fatalf("%d chains, want 3", len(tb.Chains))
+	}
+	empty, full := tb.Chain("empty"), tb.Chain("full")
+	if empty.Comment == nil || *empty.Comment != "first words" || len(empty.Rules) != 1 {
+		t.Errorf("empty: comment %v, %d rules; want its comment and one rule", empty.Comment, len(empty.Rules))
+	}
+	if full.Comment != nil || len(full.Rules) != 2 || full.Rules[1].Comment == nil || *full.Rules[1].Comment != "too late" {
+		t.Errorf("full: comment %v, rules %d; want no chain comment and the comment line as its second rule", full.Comment, len(full.Rules))
+	}
+}

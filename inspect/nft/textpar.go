@@ -149,6 +149,7 @@ func tableBefore(s string, from int) (tableKey, bool) {
 func parseSegment(sg *textSegment, source string, last bool) {
 	b := newNFTBuilder(source, inspect.FormatNFTText)
 	b.appendChains = true
+	b.raw.rules = make([]rawRule, 0, len(sg.text)/128) // a rule line takes 90 bytes or more
 	p := &textParser{b: b, lr: &lineReader{block: sg.text, eof: true, line: sg.startLine}}
 	if sg.table != nil {
 		p.table, p.state = b.table(sg.table.family, sg.table.name), stateInTable
