@@ -2,6 +2,7 @@ package nft
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -175,10 +176,11 @@ func analyzeRule(text string) inspect.NFTRuleInfo {
 // lists and DNAT destinations are carved from, so that a rule costs a few
 // allocations per thousand rules rather than a few per rule.
 type ruleScratch struct {
-	toks  []string
-	lists [numLists][]string
-	strs  []string  // block of list elements; never appended past its cap
-	text  textBlock // of DNAT destinations
+	toks   []string
+	lists  [numLists][]string
+	numgen []string  // NumgenTargets being filled
+	strs   []string  // block of list elements; never appended past its cap
+	text   textBlock // of DNAT destinations
 }
 
 // the lists of an NFTRuleInfo, in ruleScratch.lists
@@ -202,12 +204,29 @@ func (sc *ruleScratch) analyze(info *inspect.NFTRuleInfo, text string) {
 	for k, f := range fields {
 		*f = sc.lists[k][:0]
 	}
+	info.NumgenTargets = sc.numgen[:0]
 	a := analyzer{toks: sc.toks, info: info, sc: sc}
 	a.run()
 	for k, f := range fields {
 		l := *f
 		sc.lists[k] = l[:0]
 		*f = sc.keep(l)
+	}
+	// The targets of a numgen map are most often its DNAT destinations or
+	// its gotos, in that order: then they share that list.
+	targets := info.NumgenTargets
+	sc.numgen = targets[:0]
+	switch {
+	case len(targets) == 0:
+		info.NumgenTargets = nil
+	case slices.Equal(targets, info.DNAT):
+		info.NumgenTargets = info.DNAT
+	case slices.Equal(targets, info.Gotos):
+		info.NumgenTargets = info.Gotos
+	case slices.Equal(targets, info.Jumps):
+		info.NumgenTargets = info.Jumps
+	default:
+		info.NumgenTargets = sc.keep(targets)
 	}
 }
 
@@ -412,21 +431,19 @@ func (a *analyzer) mapLookup(i int) int {
 // writes one per endpoint; a larger index is garbled input).
 const maxNumgenIndex = 1 << 16
 
+// numgenTarget records the target of numgen index idx in NumgenTargets
+// (the scratch list while the rule is analysed), "" at the indices
+// skipped.
 func (a *analyzer) numgenTarget(idx int, target string) {
+	if idx >= maxNumgenIndex {
+		return
+	}
 	t := a.info.NumgenTargets
-	if idx >= len(t) {
-		if idx >= maxNumgenIndex {
-			return
-		}
-		n := idx + 1
-		if g := a.info.Numgen; g > n && g <= maxNumgenIndex {
-			n = g
-		}
-		t = make([]string, n)
-		copy(t, a.info.NumgenTargets)
-		a.info.NumgenTargets = t
+	for len(t) <= idx {
+		t = append(t, "")
 	}
 	t[idx] = target
+	a.info.NumgenTargets = t
 }
 
 // mapEntry is one `key : value` entry of an inline map: token index ranges
@@ -756,7 +773,8 @@ func normalizeRule(s string) string {
 
 // textBlock hands out strings carved from large byte blocks: one
 // allocation for many rules' text instead of one per rule. A block is never
-// written where a string was handed out.
+// written where a string was handed out (an append past its capacity moves
+// it to a new array, and the strings handed out keep the old one).
 type textBlock struct{ b []byte }
 
 // room makes sure n more bytes fit in the current block (a new block is

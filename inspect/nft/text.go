@@ -425,6 +425,8 @@ type textParser struct {
 	cutShort bool
 	// chainRules counts the rules of chain so far
 	chainRules int
+	// joined holds statements of several lines, joined
+	joined textBlock
 	// reused from one elements statement to the next
 	parts []string
 	es    elementScratch
@@ -554,8 +556,12 @@ func braceBalance(s string) int {
 
 // continuation joins the following lines to line until its braces balance.
 func (p *textParser) continuation(line string, handle *int, bal int) (string, *int) {
-	var sb strings.Builder
-	sb.WriteString(line)
+	// joined into the parser's text block: appends past its capacity move
+	// it, and the strings handed out keep the old array
+	tb := &p.joined
+	tb.room(len(line) + 4<<10)
+	from := len(tb.b)
+	tb.b = append(tb.b, line...)
 	for n := 0; bal > 0 && n < maxContinuation; n++ {
 		raw, ok := p.lr.next()
 		if !ok {
@@ -569,11 +575,11 @@ func (p *textParser) continuation(line string, handle *int, bal int) (string, *i
 		if next == "" {
 			continue
 		}
-		sb.WriteByte(' ')
-		sb.WriteString(next)
+		tb.b = append(tb.b, ' ')
+		tb.b = append(tb.b, next...)
 		bal += braceBalance(next)
 	}
-	return sb.String(), handle
+	return tb.since(from), handle
 }
 
 // opensBlock reports whether line opens a table/chain/set/map/object block
