@@ -343,7 +343,7 @@ func (p *jsonParser) string() string {
 	start := p.i + 1
 	j := start
 	esc := false
-	for j < len(p.s) && p.s[j] != '"' && p.s[j] != '\\' {
+	for j < len(p.s) && !inString[p.s[j]] {
 		j++ // the plain part, in a tight loop
 	}
 	for j < len(p.s) {
