@@ -389,9 +389,9 @@ func ParseJSON(r io.Reader, source string) (*inspect.Ruleset, error) {
 
 func parseNFTJSON(r io.Reader, b *builder) error {
 	// room for the rules of an input of that size, about (a rule object
-	// takes 300 bytes or more): growing by copies would cost several times
-	// the final size
-	b.raw.rules = make([]rawRule, 0, min(inspect.InputSize(r), 1<<30)/300)
+	// takes 300 bytes or more; sized for 256 MB at most): growing by copies
+	// would cost several times the final size
+	b.raw.rules = make([]rawRule, 0, min(inspect.InputSize(r), 256<<20)/300)
 	st := &jsonStream{r: r}
 	for len(st.buf)-st.pos < 3 && st.fill(st.pos) {
 	}
