@@ -183,18 +183,9 @@ type ruleScratch struct {
 	text   textBlock // of DNAT destinations
 }
 
-// the lists of an NFTRuleInfo, in ruleScratch.lists
-const (
-	listJumps = iota
-	listGotos
-	listVMaps
-	listMaps
-	listSets
-	listDNAT
-	listSaddr
-	listXT
-	numLists
-)
+// numLists is how many lists of an NFTRuleInfo analyze fills through
+// ruleScratch.lists (the fields it names, in that order).
+const numLists = 8
 
 // analyze fills info from text; info keeps substrings of text and of the
 // scratch's blocks only.
