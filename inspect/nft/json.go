@@ -1136,28 +1136,22 @@ type exprCtx struct {
 	quote bool // interface names and other strings print quoted
 }
 
-// rule renders a rule's "expr" array.
-func (w *renderer) rule(exprs *jsonValue) string {
-	w.render1(exprs)
-	return string(w.buf)
-}
-
 // ruleText renders a rule's "expr" array, normalised, into the renderer's
 // text block.
 func (w *renderer) ruleText(exprs *jsonValue) string {
-	w.render1(exprs)
+	w.renderExprs(exprs)
 	if len(w.buf) == 0 {
 		return ""
 	}
 	s := unsafe.String(&w.buf[0], len(w.buf)) // read before w.buf is written again
 	if needsNormalize(s) {
-		return w.text.normalized(s)
+		return w.text.collapse(s)
 	}
-	return w.text.copy(w.buf)
+	return w.text.concat(s) // a copy: w.buf is written again
 }
 
-// render1 renders a rule's "expr" array into w.buf.
-func (w *renderer) render1(exprs *jsonValue) {
+// renderExprs renders a rule's "expr" array into w.buf.
+func (w *renderer) renderExprs(exprs *jsonValue) {
 	w.buf = w.buf[:0]
 	if exprs.isArr() {
 		exprs.items(func(_ int, e *jsonValue) bool {

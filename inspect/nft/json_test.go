@@ -53,7 +53,7 @@ func renderRule(t *testing.T, family, exprJSON string) string {
 		t.Fatalf("%s: %v", exprJSON, err)
 	}
 	w := &renderer{family: family}
-	return w.rule(v)
+	return w.ruleText(v)
 }
 
 func TestNFTJSONRender(t *testing.T) {
@@ -281,7 +281,7 @@ func FuzzParseNFTJSON(f *testing.F) {
 		var p jsonParser
 		if v, err := p.parse(string(data)); err == nil {
 			w := &renderer{family: "ip"}
-			_ = w.rule(v)
+			_ = w.ruleText(v)
 			w.stmt(v)
 		}
 		rs, alone, err, errAlone := parseBothWays(data)

@@ -246,20 +246,10 @@ func keepStrings(block *[]string, l []string) []string {
 // carved from the scratch's text block.
 func (sc *ruleScratch) hostPort(host, port string) string {
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	v6 := strings.IndexByte(host, ':') >= 0
-	tb := &sc.text
-	tb.room(len(host) + len(port) + 3)
-	from := len(tb.b)
-	if v6 {
-		tb.b = append(tb.b, '[')
+	if strings.IndexByte(host, ':') >= 0 {
+		return sc.text.concat("[", host, "]:", port)
 	}
-	tb.b = append(tb.b, host...)
-	if v6 {
-		tb.b = append(tb.b, ']')
-	}
-	tb.b = append(tb.b, ':')
-	tb.b = append(tb.b, port...)
-	return tb.since(from)
+	return sc.text.concat(host, ":", port)
 }
 
 type analyzer struct {
@@ -754,12 +744,22 @@ func (a *analyzer) random(i int) int {
 	return j + 1
 }
 
-// normalizeRule collapses runs of white space outside double quotes into
-// one space and trims the ends (iptables-nft rules list with double spaces
-// where an untranslatable match was).
-func normalizeRule(s string) string {
-	var tb textBlock
-	return tb.normalized(s)
+// blockOf hands out zero values of T from blocks allocated ahead, each
+// twice as big as the last up to 256 values: many small objects for one
+// allocation.
+type blockOf[T any] struct {
+	free []T
+	size int
+}
+
+func (b *blockOf[T]) next() *T {
+	if len(b.free) == 0 {
+		b.size = min(max(2*b.size, 4), 256)
+		b.free = make([]T, b.size)
+	}
+	v := &b.free[0]
+	b.free = b.free[1:]
+	return v
 }
 
 // textBlock hands out strings carved from large byte blocks: one
@@ -809,21 +809,33 @@ func (tb *textBlock) since(from int) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// copy returns a copy of b carved from the block.
-func (tb *textBlock) copy(b []byte) string {
-	tb.room(len(b))
+// concat returns the parts concatenated, carved from the block.
+func (tb *textBlock) concat(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	tb.room(n)
 	from := len(tb.b)
-	tb.b = append(tb.b, b...)
+	for _, p := range parts {
+		tb.b = append(tb.b, p...)
+	}
 	return tb.since(from)
 }
 
 // normalized returns s with runs of white space outside double quotes
-// collapsed into one space and its ends trimmed: s itself when it is so
-// already, else a copy carved from the block.
+// collapsed into one space and its ends trimmed (iptables-nft rules list
+// with double spaces where an untranslatable match was): s itself when it
+// is so already, else a copy carved from the block.
 func (tb *textBlock) normalized(s string) string {
 	if !needsNormalize(s) {
 		return s
 	}
+	return tb.collapse(s)
+}
+
+// collapse returns s normalised, carved from the block.
+func (tb *textBlock) collapse(s string) string {
 	tb.room(len(s))
 	from := len(tb.b)
 	inQ := false

@@ -51,7 +51,7 @@ type builder struct {
 	lastKey     tableKey // of lastTable
 	// appendChains: chain appends without a name lookup (segments)
 	appendChains bool
-	chainBlock   []inspect.NFTChain // allocated ahead, for chain
+	chains       blockOf[inspect.NFTChain] // for chain
 }
 
 func newNFTBuilder(source string, format inspect.Format) *builder {
@@ -98,11 +98,7 @@ func (b *builder) chain(t *inspect.NFTTable, name string) *inspect.NFTChain {
 	if !b.appendChains {
 		return t.EnsureChain(name)
 	}
-	if len(b.chainBlock) == 0 {
-		b.chainBlock = make([]inspect.NFTChain, 256)
-	}
-	c := &b.chainBlock[0]
-	b.chainBlock = b.chainBlock[1:]
+	c := b.chains.next()
 	c.Chain = knftables.Chain{Family: t.Family, Table: t.Name, Name: name}
 	t.Chains = append(t.Chains, c)
 	return c
@@ -968,10 +964,8 @@ func (p *textParser) elements(line string) {
 	}
 }
 
-// splitTop splits s on sep outside double quotes, braces and brackets.
-func splitTop(s string, sep byte) []string { return appendSplitTop(nil, s, sep) }
-
-// appendSplitTop appends the parts of s split as splitTop does to out.
+// appendSplitTop appends to out the parts of s split on sep outside double
+// quotes, braces and brackets.
 func appendSplitTop(out []string, s string, sep byte) []string {
 	depth := 0
 	inQ := false
@@ -1007,18 +1001,14 @@ func parseElementText(s string) *knftables.Element {
 // from.
 type elementScratch struct {
 	toks, key, val []string
-	parts          []string            // of a key or value being split
-	strs           []string            // block of keys and values
-	elems          []knftables.Element // block of elements
-	text           textBlock           // of values of several tokens
+	parts          []string // of a key or value being split
+	strs           []string // block of keys and values
+	elems          blockOf[knftables.Element]
+	text           textBlock // of values of several tokens
 }
 
 func (es *elementScratch) parse(s string) *knftables.Element {
-	if len(es.elems) == 0 {
-		es.elems = make([]knftables.Element, min(max(2*cap(es.elems), 4), 256))
-	}
-	e := &es.elems[0]
-	es.elems = es.elems[1:]
+	e := es.elems.next()
 	es.toks = appendTokens(es.toks[:0], s)
 	toks := es.toks
 	key, val := es.key[:0], es.val[:0]
