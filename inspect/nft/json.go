@@ -388,10 +388,6 @@ func ParseJSON(r io.Reader, source string) (*inspect.Ruleset, error) {
 }
 
 func parseNFTJSON(r io.Reader, b *builder) error {
-	// room for the rules of an input of that size, about (a rule object
-	// takes 300 bytes or more; sized for 256 MB at most): growing by copies
-	// would cost several times the final size
-	b.raw.rules = make([]rawRule, 0, min(inspect.InputSize(r), 256<<20)/300)
 	st := &jsonStream{r: r}
 	for len(st.buf)-st.pos < 3 && st.fill(st.pos) {
 	}
@@ -553,13 +549,14 @@ type jsonStream struct {
 const jsonReadSize = 256 << 10
 
 // fill reads more input, keeping buf[keep:]. What was read is never
-// written again (object's trees point into it): keeping moves the rest to
-// a new buffer.
+// written again (strings point into it): the input is read into the room
+// after it, and when that is short the rest moves to a new buffer. (A
+// pipe's reads are short: moving at every read would cost a buffer each.)
 func (st *jsonStream) fill(keep int) bool {
 	if st.eof {
 		return false
 	}
-	if rest := len(st.buf) - keep; keep > 0 || cap(st.buf)-len(st.buf) < jsonReadSize/2 {
+	if rest := len(st.buf) - keep; cap(st.buf)-len(st.buf) < jsonReadSize/2 {
 		nb := make([]byte, rest, max(2*rest, jsonReadSize)+jsonReadSize)
 		copy(nb, st.buf[keep:])
 		st.buf = nb

@@ -3,9 +3,12 @@ package nft
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
@@ -100,5 +103,49 @@ func TestJSONBatchesKeepOrder(t *testing.T) {
 		if r.Rule.Rule != fmt.Sprintf("jump j%d", i) || *r.Rule.Handle != i+10 {
 			t.Fatalf("rule %d: %q handle %d", i, r.Rule.Rule, *r.Rule.Handle)
 		}
+	}
+}
+
+// pipeReader hands out at most 64 KiB per Read, as a pipe from `nft -j`
+// or a stream from a node does.
+type pipeReader struct{ r *bytes.Reader }
+
+func (p pipeReader) Read(b []byte) (int, error) { return p.r.Read(b[:min(len(b), 64<<10)]) }
+
+// Read in short pieces, the JSON reader gives the same result, and its
+// read buffers cost about the input's size, as when it is read whole
+// (they once cost a new buffer per read: eight times the input).
+func TestJSONShortReads(t *testing.T) {
+	var buf bytes.Buffer
+	genJSON(&buf, shape135, 300, 20)
+	data := buf.Bytes()
+	whole, err := ParseJSON(bytes.NewReader(data), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    func() io.Reader
+	}{
+		{"pipe", func() io.Reader { return pipeReader{bytes.NewReader(data)} }},
+		{"one byte", func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) }},
+		{"half", func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) }},
+	} {
+		got, err := ParseJSON(tc.r(), "in")
+		sameResult(t, tc.name, tc.name, got, whole, err, nil)
+	}
+	allocated := func(r func() io.Reader) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := ParseJSON(r(), "in"); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	w := allocated(func() io.Reader { return bytes.NewReader(data) })
+	p := allocated(func() io.Reader { return pipeReader{bytes.NewReader(data)} })
+	if float64(p) > 1.25*float64(w) {
+		t.Errorf("read through a pipe, the parse of %d bytes allocated %d bytes, against %d read whole", len(data), p, w)
 	}
 }
