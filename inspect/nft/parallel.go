@@ -16,12 +16,17 @@ const parallelMin = 4096
 // GOMAXPROCS goroutines at once, and returns when all are done. fn gets a
 // worker number (0 ≤ w < workers) for its scratch state.
 func forChunks(n int, fn func(w, from, to int)) {
+	runChunks(n, parallelMin, max(1024, n/(8*runtime.GOMAXPROCS(0))), fn)
+}
+
+// runChunks is forChunks with chunks of chunk items, on one goroutine
+// when n < serialBelow.
+func runChunks(n, serialBelow, chunk int, fn func(w, from, to int)) {
 	workers := runtime.GOMAXPROCS(0)
-	if n < parallelMin || workers < 2 {
+	if n < serialBelow || workers < 2 {
 		fn(0, 0, n)
 		return
 	}
-	chunk := max(1024, n/(8*workers))
 	var next int
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -125,45 +125,80 @@ func (b *builder) addRule(c *inspect.NFTChain, text string, comment *string, spl
 
 // normalize normalises the text of the rules recorded as read.
 func (s *ruleStore) normalize() {
-	forChunks(len(s.rules), func(_, from, to int) {
+	serialBelow := 2 // blocks: parallel from two blocks on …
+	if s.n < parallelMin {
+		serialBelow = len(s.blocks) + 1 // … unless the rules are few
+	}
+	runChunks(len(s.blocks), serialBelow, 1, func(_, from, to int) {
 		var tb textBlock
-		for i := from; i < to; i++ {
-			r := &s.rules[i]
-			if !r.asRead {
-				continue
+		for _, blk := range s.blocks[from:to] {
+			for i := range blk {
+				r := &blk[i]
+				if !r.asRead {
+					continue
+				}
+				r.text = tb.normalized(r.text)
+				if r.split {
+					r.text, r.comment = splitComment(r.text)
+				}
+				r.asRead, r.split = false, false
 			}
-			r.text = tb.normalized(r.text)
-			if r.split {
-				r.text, r.comment = splitComment(r.text)
-			}
-			r.asRead, r.split = false, false
 		}
 	})
 }
 
 // ruleStore holds the rules read, in order, as runs of one chain's rules:
 // every format lists a chain's rules one after the other, so a rule costs
-// an append, not a map update.
+// an append, not a map update. The rules are kept in blocks that are
+// never copied (a full one is followed by a new one), so the store costs
+// its size once, and joining stores (segments) copies no rule.
 type ruleStore struct {
-	rules []rawRule
-	runs  []ruleRun
+	blocks [][]rawRule
+	runs   []ruleRun
+	n      int // rules in all
 	// counted holds the rules of each chain in runs[:countedRuns], for
 	// count (built when first asked)
 	counted     map[*inspect.NFTChain]int
 	countedRuns int
 }
 
+// A block holds up to maxRuleBlock rules; the first ones are smaller, so
+// that a small input costs little.
+const (
+	minRuleBlock = 16
+	maxRuleBlock = 2048 // ruleRun counts in uint16
+)
+
 type ruleRun struct {
 	chain    *inspect.NFTChain
-	from, to int // rules[from:to]
+	block    int32
+	from, to uint16 // blocks[block][from:to]
 }
 
 func (s *ruleStore) add(c *inspect.NFTChain, r rawRule) {
-	if n := len(s.runs); n == 0 || s.runs[n-1].chain != c {
-		s.runs = append(s.runs, ruleRun{c, len(s.rules), len(s.rules)})
+	nb := len(s.blocks)
+	if nb == 0 || len(s.blocks[nb-1]) == cap(s.blocks[nb-1]) {
+		s.blocks = append(s.blocks, make([]rawRule, 0, min(max(s.n, minRuleBlock), maxRuleBlock)))
+		nb++
 	}
-	s.rules = append(s.rules, r)
+	blk := &s.blocks[nb-1]
+	if n := len(s.runs); n == 0 || s.runs[n-1].chain != c || int(s.runs[n-1].block) != nb-1 {
+		s.runs = append(s.runs, ruleRun{c, int32(nb - 1), uint16(len(*blk)), uint16(len(*blk))})
+	}
+	*blk = append(*blk, r)
 	s.runs[len(s.runs)-1].to++
+	s.n++
+}
+
+// join adds the rules of o after those of s, without copying them.
+func (s *ruleStore) join(o *ruleStore) {
+	off := len(s.blocks)
+	s.blocks = append(s.blocks, o.blocks...)
+	for _, r := range o.runs {
+		r.block += int32(off)
+		s.runs = append(s.runs, r)
+	}
+	s.n += o.n
 }
 
 // count is how many rules c has so far. It is asked for a chain listed
@@ -175,12 +210,12 @@ func (s *ruleStore) count(c *inspect.NFTChain) int {
 	}
 	ended := max(len(s.runs)-1, 0)
 	for _, run := range s.runs[s.countedRuns:ended] {
-		s.counted[run.chain] += run.to - run.from
+		s.counted[run.chain] += int(run.to - run.from)
 	}
 	s.countedRuns = ended
 	n := s.counted[c]
 	if k := len(s.runs); k > 0 && s.runs[k-1].chain == c {
-		n += s.runs[k-1].to - s.runs[k-1].from
+		n += int(s.runs[k-1].to - s.runs[k-1].from)
 	}
 	return n
 }
@@ -189,7 +224,7 @@ func (s *ruleStore) count(c *inspect.NFTChain) int {
 func (s *ruleStore) of(t *inspect.NFTTable, fn func(c *inspect.NFTChain, rules []rawRule)) {
 	for _, run := range s.runs {
 		if run.chain.Table == t.Name && run.chain.Family == t.Family {
-			fn(run.chain, s.rules[run.from:run.to])
+			fn(run.chain, s.blocks[run.block][run.from:run.to])
 		}
 	}
 }

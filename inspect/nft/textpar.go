@@ -63,12 +63,12 @@ func parseTextSegments(s, source string) (*inspect.Ruleset, bool) {
 		}
 	}
 	b := newNFTBuilder(source, inspect.FormatNFTText)
-	nrules, nruns := 0, 0
+	nblocks, nruns := 0, 0
 	for k := range segs {
-		nrules += len(segs[k].b.raw.rules)
+		nblocks += len(segs[k].b.raw.blocks)
 		nruns += len(segs[k].b.raw.runs)
 	}
-	b.raw.rules = make([]rawRule, 0, nrules)
+	b.raw.blocks = make([][]rawRule, 0, nblocks)
 	b.raw.runs = make([]ruleRun, 0, nruns)
 	for k := range segs {
 		b.absorb(segs[k].b)
@@ -149,7 +149,6 @@ func tableBefore(s string, from int) (tableKey, bool) {
 func parseSegment(sg *textSegment, source string, last bool) {
 	b := newNFTBuilder(source, inspect.FormatNFTText)
 	b.appendChains = true
-	b.raw.rules = make([]rawRule, 0, len(sg.text)/128) // a rule line takes 90 bytes or more
 	p := &textParser{b: b, lr: &lineReader{block: sg.text, eof: true, line: sg.startLine}}
 	if sg.table != nil {
 		p.table, p.state = b.table(sg.table.family, sg.table.name), stateInTable
@@ -186,11 +185,7 @@ func (b *builder) absorb(sb *builder) {
 			t.AddMap(m)
 		}
 	}
-	off := len(b.raw.rules)
-	b.raw.rules = append(b.raw.rules, sb.raw.rules...)
-	for _, r := range sb.raw.runs {
-		b.raw.runs = append(b.raw.runs, ruleRun{r.chain, r.from + off, r.to + off})
-	}
+	b.raw.join(&sb.raw)
 	for k, v := range sb.iptWarned {
 		b.iptWarned[k] = b.iptWarned[k] || v
 	}

@@ -138,7 +138,7 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 	raw.of(t, func(_ *inspect.NFTChain, rr []rawRule) { n += len(rr) })
 	rules := make([]inspect.IPRule, n)
 	ptrs := make([]*inspect.IPRule, n)
-	all := make([]rawRule, 0, n)
+	src := make([]*rawRule, 0, n)
 	k := 0
 	raw.of(t, func(c *inspect.NFTChain, rr []rawRule) {
 		ic := ipChainOf(c)
@@ -147,7 +147,9 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 			ptrs[k] = &rules[k]
 			k++
 		}
-		all = append(all, rr...)
+		for i := range rr {
+			src = append(src, &rr[i])
+		}
 		if ic.Rules == nil {
 			ic.Rules = ptrs[from:k:k]
 		} else {
@@ -157,7 +159,7 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 	toks := make([][]string, runtime.GOMAXPROCS(0))
 	forChunks(n, func(w, from, to int) {
 		for i := from; i < to; i++ {
-			r := all[i]
+			r := src[i]
 			toks[w] = appendTokens(toks[w][:0], r.text)
 			fillIPRule(&rules[i], r.text, toks[w], fam, r.line)
 			if r.comment != nil {
