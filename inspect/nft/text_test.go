@@ -389,3 +389,50 @@ func TestParseNFTTextChainListedAgain(t *testing.T) {
 		t.Errorf("full: comment %v, rules %d; want no chain comment and the comment line as its second rule", full.Comment, len(full.Rules))
 	}
 }
+
+// A chain's rules keep their order when they are more than a block of the
+// rule store holds, and when the chain is listed again after another
+// (then its rules come in several runs), in nftables tables and in
+// iptables-nft's.
+func TestParseNFTTextLongChainsKeepOrder(t *testing.T) {
+	n := 3*maxRuleBlock + 5
+	for _, table := range []string{"ip kube-proxy", "ip nat"} {
+		var b strings.Builder
+		fmt.Fprintf(&b, "table %s {\n\tchain KUBE-LONG {\n", table)
+		for i := range n {
+			fmt.Fprintf(&b, "\t\tip daddr 10.0.%d.%d counter packets 0 bytes 0 jump KUBE-SEP-%d\n", i/256, i%256, i)
+		}
+		fmt.Fprintf(&b, "\t}\n\tchain KUBE-OTHER {\n\t\tcounter packets 0 bytes 0 accept\n\t}\n\tchain KUBE-LONG {\n")
+		for i := n; i < n+10; i++ {
+			fmt.Fprintf(&b, "\t\tip daddr 10.0.%d.%d counter packets 0 bytes 0 jump KUBE-SEP-%d\n", i/256, i%256, i)
+		}
+		b.WriteString("\t}\n}\n")
+		{
+			rs, err := ParseText(strings.NewReader(b.String()), "in")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			switch {
+			case len(rs.NFTables) == 1:
+				for _, r := range rs.NFTables[0].Chain("KUBE-LONG").Rules {
+					got = append(got, r.Info.Jumps[0])
+				}
+			case len(rs.IPTables) == 1:
+				for _, r := range rs.IPTables[0].Chain("KUBE-LONG").Rules {
+					got = append(got, r.Target)
+				}
+			default:
+				t.Fatalf("%s: %d nft tables, %d iptables tables", table, len(rs.NFTables), len(rs.IPTables))
+			}
+			if len(got) != n+10 {
+				t.Fatalf("%s: %d rules, want %d", table, len(got), n+10)
+			}
+			for i, j := range got {
+				if want := fmt.Sprintf("KUBE-SEP-%d", i); j != want {
+					t.Fatalf("%s: rule %d jumps to %s, want %s", table, i, j, want)
+				}
+			}
+		}
+	}
+}
