@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,7 +126,7 @@ func (b *builder) addRule(c *inspect.NFTChain, text string, comment *string, spl
 // normalize normalises the text of the rules recorded as read.
 func (s *ruleStore) normalize() {
 	serialBelow := 2 // blocks: parallel from two blocks on …
-	if s.n < parallelMin || s.serial {
+	if s.n < parallelMin {
 		serialBelow = len(s.blocks) + 1 // … unless the rules are few
 	}
 	runChunks(len(s.blocks), serialBelow, 1, func(_, from, to int) {
@@ -157,9 +156,6 @@ type ruleStore struct {
 	blocks [][]rawRule
 	runs   []ruleRun
 	n      int // rules in all
-	// serial: the store's work is done on the calling goroutine (a
-	// segment's: the segments are parsed in parallel)
-	serial bool
 	// counted holds the rules of each chain in runs[:countedRuns], for
 	// count (built when first asked)
 	counted     map[*inspect.NFTChain]int
@@ -241,57 +237,36 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 	if n == 0 {
 		return
 	}
-	// the rules in the order they will be in, their chains, and where
-	// they will be (filled by the workers, which allocate the rules: the
-	// zeroing of fresh memory is shared out too)
+	rules := make([]inspect.NFTRule, n)
 	ptrs := make([]*inspect.NFTRule, n)
+	// the rules in the order they will be in, and their chains
 	src := make([]*rawRule, 0, n)
 	chains := make([]*inspect.NFTChain, 0, n)
-	type span struct {
-		c        *inspect.NFTChain
-		from, to int
-	}
-	var more []span // rules of chains that already had rules
 	k := 0
 	b.raw.of(t, func(c *inspect.NFTChain, raw []rawRule) {
 		from := k
 		for i := range raw {
 			src = append(src, &raw[i])
 			chains = append(chains, c)
+			ptrs[k] = &rules[k]
 			k++
 		}
 		if c.Rules == nil {
 			c.Rules = ptrs[from:k:k]
 		} else {
-			more = append(more, span{c, from, k})
+			c.Rules = append(c.Rules, ptrs[from:k]...)
 		}
 	})
 	scratch := make([]ruleScratch, runtime.GOMAXPROCS(0))
-	fill := func(w, from, to int) {
+	forChunks(n, func(w, from, to int) {
 		sc := &scratch[w]
-		rules := make([]inspect.NFTRule, to-from)
 		for i := from; i < to; i++ {
-			r, rr := &rules[i-from], src[i]
-			ptrs[i] = r
+			r, rr := &rules[i], src[i]
 			r.Rule = knftables.Rule{Family: t.Family, Table: t.Name, Chain: chains[i].Name, Rule: rr.text, Comment: rr.comment, Handle: rr.handle}
 			r.Line = rr.line
 			sc.analyze(&r.Info, rr.text)
 		}
-	}
-	if b.raw.serial {
-		fill(0, 0, n)
-	} else {
-		forChunks(n, fill)
-	}
-	for _, m := range more {
-		m.c.Rules = append(m.c.Rules, ptrs[m.from:m.to]...)
-	}
-}
-
-// dropRules forgets the rules recorded for t (once materialized).
-func (s *ruleStore) dropRules(t *inspect.NFTTable) {
-	s.runs = slices.DeleteFunc(s.runs, func(r ruleRun) bool { return r.chain.Table == t.Name && r.chain.Family == t.Family })
-	s.counted, s.countedRuns = nil, 0
+	})
 }
 
 // finish converts iptables-nft tables and returns the result.

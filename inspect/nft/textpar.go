@@ -149,7 +149,6 @@ func tableBefore(s string, from int) (tableKey, bool) {
 func parseSegment(sg *textSegment, source string, last bool) {
 	b := newNFTBuilder(source, inspect.FormatNFTText)
 	b.appendChains = true
-	b.raw.serial = true
 	p := &textParser{b: b, lr: &lineReader{block: sg.text, eof: true, line: sg.startLine}}
 	if sg.table != nil {
 		p.table, p.state = b.table(sg.table.family, sg.table.name), stateInTable
@@ -164,19 +163,6 @@ func parseSegment(sg *textSegment, source string, last bool) {
 	case p.state == stateInTable && !p.cutShort:
 		sg.endTable = &tableKey{p.table.Family, p.table.Name}
 		sg.ok = true
-	}
-	if !sg.ok {
-		return // the input is read again in one piece
-	}
-	// The rules of a table that cannot be iptables-nft's become NFTRules
-	// here, on this segment's core, while the text is in its cache; the
-	// rest waits for finish, which sees the whole table.
-	b.raw.normalize()
-	for _, t := range b.tables {
-		if !mayBeIPTablesNFT(t) {
-			b.materialize(t)
-			b.raw.dropRules(t)
-		}
 	}
 }
 

@@ -36,7 +36,10 @@ var iptablesTableNames = map[string]bool{"nat": true, "filter": true, "mangle": 
 // or ip6, an iptables table name, and either nft's "managed by iptables-nft"
 // warning, a KUBE-* chain, or an xtables expression.
 func isIPTablesNFT(t *inspect.NFTTable, raw *ruleStore, warned bool) bool {
-	if !mayBeIPTablesNFT(t) {
+	if t.Family != knftables.IPv4Family && t.Family != knftables.IPv6Family {
+		return false
+	}
+	if !iptablesTableNames[t.Name] {
 		return false
 	}
 	if warned {
@@ -48,12 +51,6 @@ func isIPTablesNFT(t *inspect.NFTTable, raw *ruleStore, warned bool) bool {
 		}
 	}
 	return hasXT(t, raw)
-}
-
-// mayBeIPTablesNFT reports whether t's family and name are those of a
-// table of iptables-nft; when not, it is surely an nftables table.
-func mayBeIPTablesNFT(t *inspect.NFTTable) bool {
-	return (t.Family == knftables.IPv4Family || t.Family == knftables.IPv6Family) && iptablesTableNames[t.Name]
 }
 
 // hasXT reports whether any rule of t uses an xtables expression.
@@ -139,47 +136,39 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 	}
 	n := 0
 	raw.of(t, func(_ *inspect.NFTChain, rr []rawRule) { n += len(rr) })
-	// the rules are allocated by the workers that fill them (the zeroing
-	// of fresh memory is shared out too); ptrs[k] is set there
+	rules := make([]inspect.IPRule, n)
 	ptrs := make([]*inspect.IPRule, n)
 	src := make([]*rawRule, 0, n)
-	type span struct {
-		c        *inspect.IPChain
-		from, to int
-	}
-	var more []span // rules of chains that already had rules
 	k := 0
 	raw.of(t, func(c *inspect.NFTChain, rr []rawRule) {
 		ic := ipChainOf(c)
 		from := k
+		for range rr {
+			ptrs[k] = &rules[k]
+			k++
+		}
 		for i := range rr {
 			src = append(src, &rr[i])
-			k++
 		}
 		if ic.Rules == nil {
 			ic.Rules = ptrs[from:k:k]
 		} else {
-			more = append(more, span{ic, from, k})
+			ic.Rules = append(ic.Rules, ptrs[from:k]...)
 		}
 	})
 	toks := make([][]string, runtime.GOMAXPROCS(0))
 	forChunks(n, func(w, from, to int) {
-		rules := make([]inspect.IPRule, to-from)
 		for i := from; i < to; i++ {
-			r, ir := src[i], &rules[i-from]
-			ptrs[i] = ir
+			r := src[i]
 			toks[w] = appendTokens(toks[w][:0], r.text)
-			fillIPRule(ir, r.text, toks[w], fam, r.line)
+			fillIPRule(&rules[i], r.text, toks[w], fam, r.line)
 			if r.comment != nil {
 				// iptables-nft keeps comments out of nft's view; one nft
 				// shows belongs to the rule all the same.
-				ir.Comment = *r.comment
+				rules[i].Comment = *r.comment
 			}
 		}
 	})
-	for _, m := range more {
-		m.c.Rules = append(m.c.Rules, ptrs[m.from:m.to]...)
-	}
 	return it
 }
 
