@@ -407,31 +407,29 @@ func TestParseNFTTextLongChainsKeepOrder(t *testing.T) {
 			fmt.Fprintf(&b, "\t\tip daddr 10.0.%d.%d counter packets 0 bytes 0 jump KUBE-SEP-%d\n", i/256, i%256, i)
 		}
 		b.WriteString("\t}\n}\n")
-		{
-			rs, err := ParseText(strings.NewReader(b.String()), "in")
-			if err != nil {
-				t.Fatal(err)
+		rs, err := ParseText(strings.NewReader(b.String()), "in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		switch {
+		case len(rs.NFTables) == 1:
+			for _, r := range rs.NFTables[0].Chain("KUBE-LONG").Rules {
+				got = append(got, r.Info.Jumps[0])
 			}
-			var got []string
-			switch {
-			case len(rs.NFTables) == 1:
-				for _, r := range rs.NFTables[0].Chain("KUBE-LONG").Rules {
-					got = append(got, r.Info.Jumps[0])
-				}
-			case len(rs.IPTables) == 1:
-				for _, r := range rs.IPTables[0].Chain("KUBE-LONG").Rules {
-					got = append(got, r.Target)
-				}
-			default:
-				t.Fatalf("%s: %d nft tables, %d iptables tables", table, len(rs.NFTables), len(rs.IPTables))
+		case len(rs.IPTables) == 1:
+			for _, r := range rs.IPTables[0].Chain("KUBE-LONG").Rules {
+				got = append(got, r.Target)
 			}
-			if len(got) != n+10 {
-				t.Fatalf("%s: %d rules, want %d", table, len(got), n+10)
-			}
-			for i, j := range got {
-				if want := fmt.Sprintf("KUBE-SEP-%d", i); j != want {
-					t.Fatalf("%s: rule %d jumps to %s, want %s", table, i, j, want)
-				}
+		default:
+			t.Fatalf("%s: %d nft tables, %d iptables tables", table, len(rs.NFTables), len(rs.IPTables))
+		}
+		if len(got) != n+10 {
+			t.Fatalf("%s: %d rules, want %d", table, len(got), n+10)
+		}
+		for i, j := range got {
+			if want := fmt.Sprintf("KUBE-SEP-%d", i); j != want {
+				t.Fatalf("%s: rule %d jumps to %s, want %s", table, i, j, want)
 			}
 		}
 	}
