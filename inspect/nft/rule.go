@@ -23,14 +23,23 @@ import (
 // ends a word (nft prints `{ 0 : a . 80, 1 : b . 80 }`). A ',' inside a word
 // (`related,established`) is kept.
 func tokenize(s string) []string {
-	n := 2
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ' ', ',', '{', '}', '\t':
-			n++
-		}
+	var spans []token
+	return appendTokens(nil, s, &spans)
+}
+
+// token is a token of a text, as the offsets text[from:to]: the analyzer
+// keeps its tokens so, without pointers, which costs no write barrier
+// while the garbage collector runs (it runs through most of a parse).
+type token struct{ from, to int32 }
+
+// appendTokens appends the tokens of s to toks, as strings; *spans is
+// scratch for appendTokenSpans.
+func appendTokens(toks []string, s string, spans *[]token) []string {
+	*spans = appendTokenSpans((*spans)[:0], s)
+	for _, t := range *spans {
+		toks = append(toks, s[t.from:t.to])
 	}
-	return appendTokens(make([]string, 0, n), s)
+	return toks
 }
 
 // tokenClass sorts the bytes appendTokens looks at: 0 a byte of a word,
@@ -38,8 +47,9 @@ func tokenize(s string) []string {
 // where a chain of comparisons was.
 var tokenClass = [256]uint8{' ': 1, '\t': 1, '\n': 1, '\r': 1, '{': 2, '}': 2, '"': 3}
 
-// appendTokens appends the tokens of s to toks.
-func appendTokens(toks []string, s string) []string {
+// appendTokenSpans appends the tokens of s to toks (s is shorter than
+// 2 GiB: the inputs are capped far below).
+func appendTokenSpans(toks []token, s string) []token {
 	i := 0
 	for i < len(s) {
 		switch tokenClass[s[i]] {
@@ -47,7 +57,7 @@ func appendTokens(toks []string, s string) []string {
 			i++
 			continue
 		case 2:
-			toks = append(toks, s[i:i+1])
+			toks = append(toks, token{int32(i), int32(i + 1)})
 			i++
 			continue
 		case 3:
@@ -61,7 +71,7 @@ func appendTokens(toks []string, s string) []string {
 			if j < len(s) {
 				j++
 			}
-			toks = append(toks, s[i:j])
+			toks = append(toks, token{int32(i), int32(j)})
 			i = j
 			continue
 		}
@@ -85,11 +95,10 @@ func appendTokens(toks []string, s string) []string {
 			}
 			j = k
 		}
-		w := s[i:j]
-		if len(w) > 1 && w[len(w)-1] == ',' {
-			toks = append(toks, w[:len(w)-1], ",")
+		if j-i > 1 && s[j-1] == ',' {
+			toks = append(toks, token{int32(i), int32(j - 1)}, token{int32(j - 1), int32(j)})
 		} else {
-			toks = append(toks, w)
+			toks = append(toks, token{int32(i), int32(j)})
 		}
 		i = j
 	}
@@ -176,7 +185,7 @@ func analyzeRule(text string) inspect.NFTRuleInfo {
 // lists and DNAT destinations are carved from, so that a rule costs a few
 // allocations per thousand rules rather than a few per rule.
 type ruleScratch struct {
-	toks   []string
+	toks   []token
 	lists  [numLists][]string
 	numgen []string  // NumgenTargets being filled
 	strs   []string  // block of list elements; never appended past its cap
@@ -190,13 +199,13 @@ const numLists = 8
 // analyze fills info from text; info keeps substrings of text and of the
 // scratch's blocks only.
 func (sc *ruleScratch) analyze(info *inspect.NFTRuleInfo, text string) {
-	sc.toks = appendTokens(sc.toks[:0], text)
+	sc.toks = appendTokenSpans(sc.toks[:0], text)
 	fields := [numLists]*[]string{&info.Jumps, &info.Gotos, &info.VMaps, &info.Maps, &info.Sets, &info.DNAT, &info.Saddr, &info.XT}
 	for k, f := range fields {
 		*f = sc.lists[k][:0]
 	}
 	info.NumgenTargets = sc.numgen[:0]
-	a := analyzer{toks: sc.toks, info: info, sc: sc}
+	a := analyzer{text: text, toks: sc.toks, info: info, sc: sc}
 	a.run()
 	for k, f := range fields {
 		l := *f
@@ -253,7 +262,8 @@ func (sc *ruleScratch) hostPort(host, port string) string {
 }
 
 type analyzer struct {
-	toks []string
+	text string
+	toks []token // of text
 	info *inspect.NFTRuleInfo
 	sc   *ruleScratch
 	// numgen is N of a `numgen … mod N` whose map/vmap has not been read yet.
@@ -264,9 +274,22 @@ type analyzer struct {
 
 func (a *analyzer) tok(i int) string {
 	if i >= 0 && i < len(a.toks) {
-		return a.toks[i]
+		t := a.toks[i]
+		return a.text[t.from:t.to]
 	}
 	return ""
+}
+
+// joinTokens returns the tokens of text joined by single spaces.
+func joinTokens(text string, toks []token) string {
+	var b strings.Builder
+	for i, t := range toks {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(text[t.from:t.to])
+	}
+	return b.String()
 }
 
 func (a *analyzer) addSet(name string) {
@@ -282,7 +305,7 @@ func (a *analyzer) run() {
 	info := a.info
 	depth := 0
 	for i := 0; i < len(a.toks); i++ {
-		t := a.toks[i]
+		t := a.tok(i)
 		switch t {
 		case "{":
 			depth++
@@ -299,7 +322,7 @@ func (a *analyzer) run() {
 		switch {
 		case t == "jump" || t == "goto":
 			if depth == 0 && i+1 < len(a.toks) {
-				name := unquote(a.toks[i+1])
+				name := unquote(a.tok(i + 1))
 				if t == "jump" {
 					info.Jumps = append(info.Jumps, name)
 				} else {
@@ -319,7 +342,7 @@ func (a *analyzer) run() {
 			if depth == 0 {
 				info.Masquerade = true
 				for j := i + 1; j < len(a.toks) && j <= i+4; j++ {
-					if strings.Contains(a.toks[j], "fully-random") {
+					if strings.Contains(a.tok(j), "fully-random") {
 						info.FullyRandom = true
 					}
 				}
@@ -333,7 +356,7 @@ func (a *analyzer) run() {
 		case t == "xt" || t == "XT":
 			kind := a.tok(i + 1)
 			if (kind == "match" || kind == "target") && i+2 < len(a.toks) {
-				info.XT = append(info.XT, unquote(a.toks[i+2]))
+				info.XT = append(info.XT, unquote(a.tok(i+2)))
 				i += 2
 				if a.tok(i+1) == "not" && a.tok(i+2) == "found" {
 					i += 2
@@ -353,7 +376,7 @@ func (a *analyzer) run() {
 // `vmap { k : verdict, … }` / `map { k : v, … }` at toks[i].
 func (a *analyzer) mapLookup(i int) int {
 	info := a.info
-	isV := a.toks[i] == "vmap"
+	isV := a.tok(i) == "vmap"
 	next := a.tok(i + 1)
 	numgenKey := a.numgenPending
 	a.numgenPending = false
@@ -375,15 +398,14 @@ func (a *analyzer) mapLookup(i int) int {
 		}
 		idx := -1
 		if numgenKey && e.k1-e.k0 == 1 {
-			if v, ok := parseNFTUint(a.toks[e.k0]); ok && v < 1<<31 {
+			if v, ok := parseNFTUint(a.tok(e.k0)); ok && v < 1<<31 {
 				idx = int(v)
 			}
 		}
-		val := a.toks[e.v0:e.v1]
 		if isV {
-			verb := val[0]
-			if (verb == "goto" || verb == "jump") && len(val) > 1 {
-				target := unquote(val[1])
+			verb := a.tok(e.v0)
+			if (verb == "goto" || verb == "jump") && e.v1-e.v0 > 1 {
+				target := unquote(a.tok(e.v0 + 1))
 				if verb == "goto" {
 					info.Gotos = append(info.Gotos, target)
 				} else {
@@ -396,7 +418,7 @@ func (a *analyzer) mapLookup(i int) int {
 			return
 		}
 		if a.inDNAT {
-			dst := a.dnatTarget(val, a.dnatFamily)
+			dst := a.dnatTarget(e.v0, e.v1, a.dnatFamily)
 			if dst == "" {
 				return
 			}
@@ -452,8 +474,8 @@ func (a *analyzer) saddr(i int) int {
 	case t == "{":
 		vals := a.info.Saddr[:0] // the scratch list
 		j := i + 1
-		for ; j < len(a.toks) && a.toks[j] != "}"; j++ {
-			if v := strings.TrimSuffix(a.toks[j], ","); v != "" && v != "," {
+		for ; j < len(a.toks) && a.tok(j) != "}"; j++ {
+			if v := strings.TrimSuffix(a.tok(j), ","); v != "" && v != "," {
 				vals = append(vals, v)
 			}
 		}
@@ -479,7 +501,7 @@ func (a *analyzer) inlineEntries(i int, fn func(e mapEntry)) int {
 		cur = mapEntry{k0: end + 1, k1: -1}
 	}
 	for ; j < len(a.toks); j++ {
-		switch t := a.toks[j]; {
+		switch t := a.tok(j); {
 		case t == "{":
 			depth++
 		case t == "}":
@@ -560,33 +582,30 @@ func (a *analyzer) dnat(i int) int {
 		return j - 1
 	}
 	// plain `to addr[:port]`, `to [addr]:port` or `to addr . port`
-	var parts []string
-	for ; j < len(a.toks) && j < start+3; j++ {
-		parts = append(parts, a.toks[j])
-	}
-	if len(parts) == 0 {
+	parts := min(len(a.toks), start+3) - j // tokens [j, j+parts)
+	if parts <= 0 {
 		return j - 1
 	}
-	if len(parts) == 3 && parts[1] == "." {
-		if dst := a.dnatTarget(parts, family); dst != "" {
+	if parts == 3 && a.tok(j+1) == "." {
+		if dst := a.dnatTarget(j, j+3, family); dst != "" {
 			a.info.DNAT = append(a.info.DNAT, dst)
 			return start + 2
 		}
 	}
-	if dst := normalizeDNAT(parts[0], family); dst != "" {
+	if dst := normalizeDNAT(a.tok(j), family); dst != "" {
 		a.info.DNAT = append(a.info.DNAT, dst)
 	}
 	return start
 }
 
-// dnatTarget converts a map value `addr . port` into "addr:port"
-// ("[addr]:port" for IPv6).
-func (a *analyzer) dnatTarget(val []string, family string) string {
-	if len(val) == 3 && val[1] == "." {
-		return a.sc.hostPort(val[0], val[2])
+// dnatTarget converts a map value `addr . port`, tokens [from, to), into
+// "addr:port" ("[addr]:port" for IPv6).
+func (a *analyzer) dnatTarget(from, to int, family string) string {
+	if to-from == 3 && a.tok(from+1) == "." {
+		return a.sc.hostPort(a.tok(from), a.tok(from+2))
 	}
-	if len(val) == 1 {
-		return normalizeDNAT(val[0], family)
+	if to-from == 1 {
+		return normalizeDNAT(a.tok(from), family)
 	}
 	return ""
 }

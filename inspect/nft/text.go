@@ -1036,6 +1036,7 @@ func parseElementText(s string) *knftables.Element {
 // from.
 type elementScratch struct {
 	toks, key, val []string
+	spans          []token  // of toks
 	parts          []string // of a key or value being split
 	strs           []string // block of keys and values
 	elems          blockOf[knftables.Element]
@@ -1044,7 +1045,7 @@ type elementScratch struct {
 
 func (es *elementScratch) parse(s string) *knftables.Element {
 	e := es.elems.next()
-	es.toks = appendTokens(es.toks[:0], s)
+	es.toks = appendTokens(es.toks[:0], s, &es.spans)
 	toks := es.toks
 	key, val := es.key[:0], es.val[:0]
 	inVal := false

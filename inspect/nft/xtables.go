@@ -156,12 +156,17 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 			ic.Rules = append(ic.Rules, ptrs[from:k]...)
 		}
 	})
-	toks := make([][]string, runtime.GOMAXPROCS(0))
+	type scratch struct {
+		toks []token
+		info inspect.NFTRuleInfo
+	}
+	scr := make([]scratch, runtime.GOMAXPROCS(0))
 	forChunks(n, func(w, from, to int) {
+		sc := &scr[w]
 		for i := from; i < to; i++ {
 			r := src[i]
-			toks[w] = appendTokens(toks[w][:0], r.text)
-			fillIPRule(&rules[i], r.text, toks[w], fam, r.line)
+			sc.toks = appendTokenSpans(sc.toks[:0], r.text)
+			fillIPRule(&rules[i], r.text, sc.toks, fam, r.line, &sc.info)
 			if r.comment != nil {
 				// iptables-nft keeps comments out of nft's view; one nft
 				// shows belongs to the rule all the same.
@@ -188,20 +193,21 @@ func protoName(s string) string {
 // spelling, into an IPRule filled as iptables-save would have it.
 func ruleToIPRule(text string, fam kubeproxy.Family, line int) *inspect.IPRule {
 	r := &inspect.IPRule{}
-	fillIPRule(r, text, tokenize(text), fam, line)
+	fillIPRule(r, text, appendTokenSpans(nil, text), fam, line, new(inspect.NFTRuleInfo))
 	return r
 }
 
-// fillIPRule fills r from the rule text and its tokens.
-func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Family, line int) {
+// fillIPRule fills r from the rule text and its tokens; tmp is scratch for
+// the parts read by the nftables analyzer.
+func fillIPRule(r *inspect.IPRule, text string, toks []token, fam kubeproxy.Family, line int, tmp *inspect.NFTRuleInfo) {
 	r.Line, r.Text = int32(line), text
-	var tmp inspect.NFTRuleInfo
-	a := analyzer{toks: toks, info: &tmp}
+	*tmp = inspect.NFTRuleInfo{}
+	a := analyzer{text: text, toks: toks, info: tmp}
 	var unparsed []string
 	flushFrom := -1
 	flush := func(i int) {
 		if flushFrom >= 0 && flushFrom < i {
-			unparsed = append(unparsed, strings.Join(toks[flushFrom:i], " "))
+			unparsed = append(unparsed, joinTokens(text, toks[flushFrom:i]))
 		}
 		flushFrom = -1
 	}
@@ -210,7 +216,7 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 			flushFrom = i
 		}
 	}
-	// operand reads `[!=] VALUE` at toks[i] and returns the value, whether it
+	// operand reads `[!=] VALUE` at a.tok(i) and returns the value, whether it
 	// was negated, and the index of the value.
 	operand := func(i int) (string, bool, int) {
 		not := false
@@ -227,7 +233,7 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 		hostMask = "/128"
 	}
 	for i := 0; i < len(toks); i++ {
-		t := toks[i]
+		t := a.tok(i)
 		next := a.tok(i + 1)
 		switch {
 		case t == "meta" && next == "l4proto", t == "ip" && next == "protocol", t == "ip6" && next == "nexthdr":
@@ -283,7 +289,7 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 			if strings.HasSuffix(v, "*") {
 				v = strings.TrimSuffix(v, "*") + "+"
 			}
-			if toks[k][0] == 'i' {
+			if a.tok(k)[0] == 'i' {
 				r.Extra().InIface = inspect.Addr{Value: v, Not: not}
 			} else {
 				r.Extra().OutIface = inspect.Addr{Value: v, Not: not}
@@ -298,9 +304,9 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 			}
 			var states []string
 			if a.tok(j) == "{" {
-				for j++; j < len(toks) && toks[j] != "}"; j++ {
-					if toks[j] != "," {
-						states = append(states, strings.ToUpper(toks[j]))
+				for j++; j < len(toks) && a.tok(j) != "}"; j++ {
+					if a.tok(j) != "," {
+						states = append(states, strings.ToUpper(a.tok(j)))
 					}
 				}
 			} else if v := a.tok(j); v != "" {
@@ -319,14 +325,14 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 				j++
 			}
 			if a.tok(j) == "{" {
-				for j < len(toks) && toks[j] != "}" {
+				for j < len(toks) && a.tok(j) != "}" {
 					j++
 				}
 			}
 			if j >= len(toks) {
 				j = len(toks) - 1
 			}
-			unparsed = append(unparsed, strings.Join(toks[i:j+1], " "))
+			unparsed = append(unparsed, joinTokens(text, toks[i:j+1]))
 			i = j
 		case t == "fib" && (next == "daddr" || next == "saddr") && a.tok(i+2) == "type":
 			v, not, j := operand(i + 3)
@@ -346,7 +352,7 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 			if t == "meta" {
 				k++
 			}
-			tmp = inspect.NFTRuleInfo{}
+			*tmp = inspect.NFTRuleInfo{}
 			j := a.mark(k)
 			if j == k {
 				unknown(i)
@@ -371,14 +377,14 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 				case "==", "!=":
 					r.Extra().Mark = &inspect.MarkMatch{Value: tmp.MarkTestValue, Mask: tmp.MarkTestMask, Not: tmp.MarkTestOp == "!=", Module: "mark"}
 				default:
-					unparsed = append(unparsed, strings.Join(toks[i:j+1], " "))
+					unparsed = append(unparsed, joinTokens(text, toks[i:j+1]))
 				}
 			} else {
-				unparsed = append(unparsed, strings.Join(toks[i:j+1], " "))
+				unparsed = append(unparsed, joinTokens(text, toks[i:j+1]))
 			}
 			i = j
 		case t == "meta" && next == "random":
-			tmp = inspect.NFTRuleInfo{}
+			*tmp = inspect.NFTRuleInfo{}
 			j := a.random(i + 1)
 			if j == i+1 {
 				unknown(i)
@@ -407,7 +413,7 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 			i++
 		case t == "dnat":
 			flush(i)
-			tmp = inspect.NFTRuleInfo{}
+			*tmp = inspect.NFTRuleInfo{}
 			j := a.dnat(i)
 			r.Target = "DNAT"
 			if len(tmp.DNAT) > 0 {
@@ -422,7 +428,7 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 			flush(i)
 			r.Target = "MASQUERADE"
 			for j := i + 1; j < len(toks) && j <= i+3; j++ {
-				if strings.Contains(toks[j], "fully-random") {
+				if strings.Contains(a.tok(j), "fully-random") {
 					r.Extra().RandomFully = true
 					i = j
 				}
@@ -466,7 +472,7 @@ func fillIPRule(r *inspect.IPRule, text string, toks []string, fam kubeproxy.Fam
 			unparsed = append(unparsed, "notrack")
 		case (t == "xt" || t == "XT") && (next == "match" || next == "target") && i+2 < len(toks):
 			flush(i)
-			name := unquote(toks[i+2])
+			name := unquote(a.tok(i + 2))
 			end := i + 2
 			if a.tok(i+3) == "not" && a.tok(i+4) == "found" {
 				end = i + 4
