@@ -442,6 +442,10 @@ func (a *analyzer) numgenTarget(idx int, target string) {
 		return
 	}
 	t := a.info.NumgenTargets
+	if idx == len(t) { // the usual order: 0, 1, 2, …
+		a.info.NumgenTargets = append(t, target)
+		return
+	}
 	for len(t) <= idx {
 		t = append(t, "")
 	}
@@ -810,12 +814,14 @@ func (tb *textBlock) join(toks []string) string {
 	}
 	tb.room(n)
 	from := len(tb.b)
+	b := tb.b // a local, as in concat
 	for i, t := range toks {
 		if i > 0 {
-			tb.b = append(tb.b, ' ')
+			b = append(b, ' ')
 		}
-		tb.b = append(tb.b, t...)
+		b = append(b, t...)
 	}
+	tb.b = b
 	return tb.since(from)
 }
 
@@ -836,9 +842,11 @@ func (tb *textBlock) concat(parts ...string) string {
 	}
 	tb.room(n)
 	from := len(tb.b)
+	b := tb.b // appended to in a local: each store of tb.b is a write barrier
 	for _, p := range parts {
-		tb.b = append(tb.b, p...)
+		b = append(b, p...)
 	}
+	tb.b = b
 	return tb.since(from)
 }
 
@@ -857,23 +865,25 @@ func (tb *textBlock) normalized(s string) string {
 func (tb *textBlock) collapse(s string) string {
 	tb.room(len(s))
 	from := len(tb.b)
+	b := tb.b // a local, as in concat
 	inQ := false
 	pendingSpace := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !inQ && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-			pendingSpace = len(tb.b) > from
+			pendingSpace = len(b) > from
 			continue
 		}
 		if pendingSpace {
-			tb.b = append(tb.b, ' ')
+			b = append(b, ' ')
 			pendingSpace = false
 		}
 		if c == '"' {
 			inQ = !inQ
 		}
-		tb.b = append(tb.b, c)
+		b = append(b, c)
 	}
+	tb.b = b
 	return tb.since(from)
 }
 

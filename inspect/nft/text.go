@@ -592,7 +592,8 @@ func (p *textParser) continuation(line string, handle *int, bal int) (string, *i
 	tb := &p.joined
 	tb.room(len(line) + 4<<10)
 	from := len(tb.b)
-	tb.b = append(tb.b, line...)
+	b := tb.b // a local: each store of tb.b is a write barrier
+	b = append(b, line...)
 	for n := 0; bal > 0 && n < maxContinuation; n++ {
 		raw, ok := p.lr.next()
 		if !ok {
@@ -606,10 +607,11 @@ func (p *textParser) continuation(line string, handle *int, bal int) (string, *i
 		if next == "" {
 			continue
 		}
-		tb.b = append(tb.b, ' ')
-		tb.b = append(tb.b, next...)
+		b = append(b, ' ')
+		b = append(b, next...)
 		bal += braceBalance(next)
 	}
+	tb.b = b
 	return tb.since(from), handle
 }
 
