@@ -47,9 +47,11 @@ func appendTokens(toks []string, s string, spans *[]token) []string {
 // where a chain of comparisons was.
 var tokenClass = [256]uint8{' ': 1, '\t': 1, '\n': 1, '\r': 1, '{': 2, '}': 2, '"': 3}
 
-// appendTokenSpans appends the tokens of s to toks (s is shorter than
-// 2 GiB: the inputs are capped far below).
+// appendTokenSpans appends the tokens of s to toks; of a rule of 2 GiB
+// or more (the plugin's inputs are capped far below), those of its first
+// 2 GiB.
 func appendTokenSpans(toks []token, s string) []token {
+	s = s[:min(len(s), math.MaxInt32)]
 	i := 0
 	for i < len(s) {
 		switch tokenClass[s[i]] {
