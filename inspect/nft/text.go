@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -125,9 +126,9 @@ func (b *builder) addRule(c *inspect.NFTChain, text string, comment *string, spl
 
 // normalize normalises the text of the rules recorded as read.
 func (s *ruleStore) normalize() {
-	serialBelow := 2 // blocks: parallel from two blocks on …
+	serialBelow := 2 // in parallel a block at a time, unless the rules are few
 	if s.n < parallelMin {
-		serialBelow = len(s.blocks) + 1 // … unless the rules are few
+		serialBelow = math.MaxInt
 	}
 	runChunks(len(s.blocks), serialBelow, 1, func(_, from, to int) {
 		var tb textBlock
