@@ -143,12 +143,10 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 	raw.of(t, func(c *inspect.NFTChain, rr []rawRule) {
 		ic := ipChainOf(c)
 		from := k
-		for range rr {
-			ptrs[k] = &rules[k]
-			k++
-		}
 		for i := range rr {
 			src = append(src, &rr[i])
+			ptrs[k] = &rules[k]
+			k++
 		}
 		if ic.Rules == nil {
 			ic.Rules = ptrs[from:k:k]
