@@ -51,6 +51,14 @@ var tokenClass = [256]uint8{' ': 1, '\t': 1, '\n': 1, '\r': 1, '{': 2, '}': 2, '
 // or more (the plugin's inputs are capped far below), those of its first
 // 2 GiB.
 func appendTokenSpans(toks []token, s string) []token {
+	return appendTokenSpansFrom(toks, s, nil)
+}
+
+// appendTokenSpansFrom is appendTokenSpans; with sc, the body of an inline
+// map of the common shape (`map { 0 : 10.1.2.3 . 80, … }`) that follows a
+// `map` or `vmap` token is read by sc.readBody instead, and stands in toks
+// as one placeholder token {-1, index into sc.spans}.
+func appendTokenSpansFrom(toks []token, s string, sc *ruleScratch) []token {
 	s = s[:min(len(s), math.MaxInt32)]
 	i := 0
 	for i < len(s) {
@@ -59,6 +67,17 @@ func appendTokenSpans(toks []token, s string) []token {
 			i++
 			continue
 		case 2:
+			if sc != nil && s[i] == '{' && len(toks) > 0 {
+				if prev := toks[len(toks)-1]; prev.from >= 0 {
+					if w := s[prev.from:prev.to]; w == "map" || w == "vmap" {
+						if end, ok := sc.readBody(s, i); ok {
+							toks = append(toks, token{-1, int32(len(sc.spans) - 1)})
+							i = end + 1
+							continue
+						}
+					}
+				}
+			}
 			toks = append(toks, token{int32(i), int32(i + 1)})
 			i++
 			continue
@@ -105,6 +124,109 @@ func appendTokenSpans(toks []token, s string) []token {
 		i = j
 	}
 	return toks
+}
+
+// bodyEntry is one `key : value` entry of an inline map body that
+// readBody read: the key when it is one token (from < 0 otherwise), the
+// value's first tokens and their count (4 standing for four or more).
+type bodyEntry struct {
+	key  token
+	vals [3]token
+	nv   int8
+}
+
+// bodySpan is the entries of one map body, sc.bodies[first:end].
+type bodySpan struct{ first, end int32 }
+
+// bodyKeyword reports whether the analyzer acts on t inside braces: a
+// body holding one is left to the token path. (A switch: a map lookup
+// hashes every word.)
+func bodyKeyword(t string) bool {
+	switch t {
+	case "map", "vmap", "numgen", "mark", "random", "xt", "XT":
+		return true
+	}
+	return false
+}
+
+// readBody reads the map body whose '{' is at s[open], as
+// appendTokenSpans would split it and analyzer.inlineEntries would read
+// it, into sc.bodies and one new sc.spans entry, and returns the index of
+// its '}'. It gives up (false, nothing kept) on what is not the common
+// shape: nested braces, quotes, a set reference or a word the analyzer
+// acts on inside braces, no closing brace.
+func (sc *ruleScratch) readBody(s string, open int) (int, bool) {
+	first := len(sc.bodies)
+	var cur bodyEntry
+	nk, inKey := 0, true
+	flush := func() {
+		if !inKey && cur.nv > 0 {
+			if nk != 1 {
+				cur.key = token{-1, -1}
+			}
+			sc.bodies = append(sc.bodies, cur)
+		}
+		cur, nk, inKey = bodyEntry{}, 0, true
+	}
+	word := func(w token) bool {
+		t := s[w.from:w.to]
+		switch {
+		case t == ",":
+			flush()
+		case t == ":" && inKey:
+			inKey = false
+		case t[0] == '@' || bodyKeyword(t):
+			return false
+		case inKey:
+			if nk == 0 {
+				cur.key = w
+			}
+			nk++
+		default:
+			if cur.nv < 3 {
+				cur.vals[cur.nv] = w
+			}
+			cur.nv = min(cur.nv+1, 4)
+		}
+		return true
+	}
+	for i := open + 1; i < len(s); {
+		switch tokenClass[s[i]] {
+		case 1:
+			i++
+			continue
+		case 2:
+			if s[i] == '}' {
+				flush()
+				sc.spans = append(sc.spans, bodySpan{int32(first), int32(len(sc.bodies))})
+				return i, true
+			}
+			sc.bodies = sc.bodies[:first]
+			return 0, false
+		case 3:
+			sc.bodies = sc.bodies[:first]
+			return 0, false
+		}
+		j := i + 1
+		for j < len(s) && tokenClass[s[j]] == 0 {
+			j++
+		}
+		ok := true
+		if j < len(s) && tokenClass[s[j]] == 3 {
+			ok = false // a quote inside a word
+		} else if j-i > 1 && s[j-1] == ',' {
+			ok = word(token{int32(i), int32(j - 1)}) && word(token{int32(j - 1), int32(j)})
+		} else {
+			ok = word(token{int32(i), int32(j)})
+		}
+		if !ok {
+			sc.bodies = sc.bodies[:first]
+			return 0, false
+		}
+		i = j
+	}
+	sc.bodies = sc.bodies[:first]
+	return 0, false
 }
 
 // unquote removes surrounding double quotes from a token, if any.
@@ -188,6 +310,8 @@ func analyzeRule(text string) inspect.NFTRuleInfo {
 // allocations per thousand rules rather than a few per rule.
 type ruleScratch struct {
 	toks   []token
+	bodies []bodyEntry // of the map bodies read ahead (appendTokenSpansFrom)
+	spans  []bodySpan
 	lists  [numLists][]string
 	numgen []string  // NumgenTargets being filled
 	strs   []string  // block of list elements; never appended past its cap
@@ -201,7 +325,28 @@ const numLists = 8
 // analyze fills info from text; info keeps substrings of text and of the
 // scratch's blocks only.
 func (sc *ruleScratch) analyze(info *inspect.NFTRuleInfo, text string) {
-	sc.toks = appendTokenSpans(sc.toks[:0], text)
+	orig := *info
+	if !sc.analyzeTokens(info, text, true) {
+		// the analysis went where the map bodies read ahead do not serve:
+		// again, on every token
+		*info = orig
+		sc.analyzeTokens(info, text, false)
+	}
+}
+
+// dnatField is the index of DNAT in analyzeTokens' fields.
+const dnatField = 5
+
+// analyzeTokens is analyze, with the map bodies read ahead when
+// readAhead; it returns false, info half filled, when the analysis needs
+// the tokens of such a body.
+func (sc *ruleScratch) analyzeTokens(info *inspect.NFTRuleInfo, text string, readAhead bool) bool {
+	sc.bodies, sc.spans = sc.bodies[:0], sc.spans[:0]
+	if readAhead {
+		sc.toks = appendTokenSpansFrom(sc.toks[:0], text, sc)
+	} else {
+		sc.toks = appendTokenSpans(sc.toks[:0], text)
+	}
 	fields := [numLists]*[]string{&info.Jumps, &info.Gotos, &info.VMaps, &info.Maps, &info.Sets, &info.DNAT, &info.Saddr, &info.XT}
 	for k, f := range fields {
 		*f = sc.lists[k][:0]
@@ -210,15 +355,25 @@ func (sc *ruleScratch) analyze(info *inspect.NFTRuleInfo, text string) {
 	a := analyzer{text: text, toks: sc.toks, info: info, sc: sc}
 	a.run()
 	for k, f := range fields {
+		if k == dnatField && a.dnatInBlock {
+			continue // already in the block, not the scratch list
+		}
 		l := *f
 		sc.lists[k] = l[:0]
-		*f = sc.keep(l)
+		if !a.reachedBody {
+			*f = sc.keep(l)
+		}
+	}
+	targets := info.NumgenTargets
+	sc.numgen = targets[:0]
+	if a.reachedBody {
+		return false
 	}
 	// The targets of a numgen map are most often its DNAT destinations or
 	// its gotos, in that order: then they share that list.
-	targets := info.NumgenTargets
-	sc.numgen = targets[:0]
 	switch {
+	case a.dnatInBlock:
+		info.NumgenTargets = info.DNAT
 	case len(targets) == 0:
 		info.NumgenTargets = nil
 	case slices.Equal(targets, info.DNAT):
@@ -230,6 +385,7 @@ func (sc *ruleScratch) analyze(info *inspect.NFTRuleInfo, text string) {
 	default:
 		info.NumgenTargets = sc.keep(targets)
 	}
+	return true
 }
 
 // keep copies l into the block of list elements (nil when empty).
@@ -253,14 +409,40 @@ func keepStrings(block *[]string, l []string) []string {
 	return b[n:len(b):len(b)]
 }
 
+// reserveStrings returns the next n strings of *block (a new block when
+// they do not fit, as in keepStrings), for the caller to fill.
+func reserveStrings(block *[]string, n int) []string {
+	b := *block
+	if cap(b)-len(b) < n {
+		b = make([]string, 0, max(min(2*cap(b), 1024), 16, n))
+	}
+	m := len(b)
+	b = b[:m+n]
+	*block = b
+	return b[m : m+n : m+n]
+}
+
 // hostPort returns "host:port" ("[host]:port" when host holds a colon),
 // carved from the scratch's text block.
 func (sc *ruleScratch) hostPort(host, port string) string {
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host = trimBrackets(host)
 	if strings.IndexByte(host, ':') >= 0 {
 		return sc.text.concat("[", host, "]:", port)
 	}
 	return sc.text.concat(host, ":", port)
+}
+
+// hostPortLen is the length of hostPort(host, port).
+func hostPortLen(host, port string) int {
+	host = trimBrackets(host)
+	if strings.IndexByte(host, ':') >= 0 {
+		return len(host) + len(port) + 3
+	}
+	return len(host) + len(port) + 1
+}
+
+func trimBrackets(host string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 }
 
 type analyzer struct {
@@ -272,14 +454,29 @@ type analyzer struct {
 	numgenPending bool
 	inDNAT        bool
 	dnatFamily    string
+	// dnatInBlock: DNAT and NumgenTargets are one list, written into the
+	// scratch's block by dnatBody.
+	dnatInBlock bool
+	// reachedBody: the analysis looked into a map body read ahead (a
+	// placeholder token); it must run again on every token.
+	reachedBody bool
 }
 
 func (a *analyzer) tok(i int) string {
 	if i >= 0 && i < len(a.toks) {
-		t := a.toks[i]
-		return a.text[t.from:t.to]
+		return a.str(a.toks[i])
 	}
 	return ""
+}
+
+// str is the text of t ("" for a placeholder, noting that one was
+// reached).
+func (a *analyzer) str(t token) string {
+	if t.from < 0 {
+		a.reachedBody = true
+		return ""
+	}
+	return a.text[t.from:t.to]
 }
 
 // joinTokens returns the tokens of text joined by single spaces.
@@ -308,6 +505,9 @@ func (a *analyzer) run() {
 	depth := 0
 	for i := 0; i < len(a.toks); i++ {
 		t := a.tok(i)
+		if a.reachedBody {
+			return
+		}
 		switch t {
 		case "{":
 			depth++
@@ -379,9 +579,22 @@ func (a *analyzer) run() {
 func (a *analyzer) mapLookup(i int) int {
 	info := a.info
 	isV := a.tok(i) == "vmap"
-	next := a.tok(i + 1)
 	numgenKey := a.numgenPending
 	a.numgenPending = false
+	if p := i + 1; p < len(a.toks) && a.toks[p].from < 0 {
+		// a body read ahead
+		sp := a.sc.spans[a.toks[p].to]
+		body := a.sc.bodies[sp.first:sp.end]
+		if !isV && a.inDNAT && numgenKey && a.dnatBody(body) {
+			return p
+		}
+		for k := range body {
+			e := &body[k]
+			a.mapEntry(isV, numgenKey, e.key, e.vals[:min(e.nv, 3)], int(e.nv))
+		}
+		return p
+	}
+	next := a.tok(i + 1)
 	if strings.HasPrefix(next, "@") {
 		name := next[1:]
 		if isV {
@@ -395,41 +608,93 @@ func (a *analyzer) mapLookup(i int) int {
 		return i
 	}
 	return a.inlineEntries(i+1, func(e mapEntry) {
-		if e.v1 <= e.v0 {
-			return
+		key := token{-1, -1}
+		if e.k1-e.k0 == 1 {
+			key = a.toks[e.k0]
 		}
-		idx := -1
-		if numgenKey && e.k1-e.k0 == 1 {
-			if v, ok := parseNFTUint(a.tok(e.k0)); ok && v < 1<<31 {
-				idx = int(v)
-			}
-		}
-		if isV {
-			verb := a.tok(e.v0)
-			if (verb == "goto" || verb == "jump") && e.v1-e.v0 > 1 {
-				target := unquote(a.tok(e.v0 + 1))
-				if verb == "goto" {
-					info.Gotos = append(info.Gotos, target)
-				} else {
-					info.Jumps = append(info.Jumps, target)
-				}
-				if idx >= 0 {
-					a.numgenTarget(idx, target)
-				}
-			}
-			return
-		}
-		if a.inDNAT {
-			dst := a.dnatTarget(e.v0, e.v1, a.dnatFamily)
-			if dst == "" {
-				return
-			}
-			info.DNAT = append(info.DNAT, dst)
-			if idx >= 0 {
-				a.numgenTarget(idx, dst)
-			}
-		}
+		a.mapEntry(isV, numgenKey, key, a.toks[e.v0:min(e.v1, e.v0+3)], min(e.v1-e.v0, 4))
 	})
+}
+
+// mapEntry reads one `key : value` entry of an inline map: key its token
+// when it is one (from < 0 otherwise), val the value's first tokens, nv
+// their count (4 for four or more).
+func (a *analyzer) mapEntry(isV, numgenKey bool, key token, val []token, nv int) {
+	if nv <= 0 {
+		return
+	}
+	info := a.info
+	idx := -1
+	if numgenKey && key.from >= 0 {
+		if v, ok := parseNFTUint(a.str(key)); ok && v < 1<<31 {
+			idx = int(v)
+		}
+	}
+	if isV {
+		verb := a.str(val[0])
+		if (verb == "goto" || verb == "jump") && nv > 1 {
+			target := unquote(a.str(val[1]))
+			if verb == "goto" {
+				info.Gotos = append(info.Gotos, target)
+			} else {
+				info.Jumps = append(info.Jumps, target)
+			}
+			if idx >= 0 {
+				a.numgenTarget(idx, target)
+			}
+		}
+		return
+	}
+	if a.inDNAT {
+		dst := a.dnatTarget(val, nv, a.dnatFamily)
+		if dst == "" {
+			return
+		}
+		a.addDNAT(dst)
+		if idx >= 0 {
+			a.numgenTarget(idx, dst)
+		}
+	}
+}
+
+// addDNAT appends a DNAT destination.
+func (a *analyzer) addDNAT(dst string) {
+	if a.dnatInBlock {
+		a.reachedBody = true // a second DNAT list: the token path handles it
+		return
+	}
+	a.info.DNAT = append(a.info.DNAT, dst)
+}
+
+// dnatBody reads a numgen DNAT map body of kube-proxy's shape (keys 0, 1,
+// 2, … in order, values `addr . port`), the rule's first DNAT and numgen
+// targets, straight into the scratch's block: DNAT and NumgenTargets are
+// then one list. It returns false, having done nothing, on any other
+// body.
+func (a *analyzer) dnatBody(body []bodyEntry) bool {
+	if len(body) == 0 || len(body) > maxNumgenIndex || len(a.info.DNAT) > 0 || len(a.info.NumgenTargets) > 0 {
+		return false
+	}
+	size := 0
+	for k := range body {
+		e := &body[k]
+		if e.nv != 3 || e.key.from < 0 || a.str(e.vals[1]) != "." {
+			return false
+		}
+		if v, ok := parseNFTUint(a.str(e.key)); !ok || v != uint64(k) {
+			return false
+		}
+		size += hostPortLen(a.str(e.vals[0]), a.str(e.vals[2]))
+	}
+	out := reserveStrings(&a.sc.strs, len(body))
+	a.sc.text.room(size)
+	for k := range body {
+		e := &body[k]
+		out[k] = a.sc.hostPort(a.str(e.vals[0]), a.str(e.vals[2]))
+	}
+	a.info.DNAT = out
+	a.dnatInBlock = true
+	return true
 }
 
 // maxNumgenIndex bounds the numgen indices NumgenTargets holds (kube-proxy
@@ -441,6 +706,10 @@ const maxNumgenIndex = 1 << 16
 // skipped.
 func (a *analyzer) numgenTarget(idx int, target string) {
 	if idx >= maxNumgenIndex {
+		return
+	}
+	if a.dnatInBlock {
+		a.reachedBody = true // NumgenTargets is DNAT: the token path handles it
 		return
 	}
 	t := a.info.NumgenTargets
@@ -593,25 +862,26 @@ func (a *analyzer) dnat(i int) int {
 		return j - 1
 	}
 	if parts == 3 && a.tok(j+1) == "." {
-		if dst := a.dnatTarget(j, j+3, family); dst != "" {
-			a.info.DNAT = append(a.info.DNAT, dst)
+		if dst := a.dnatTarget(a.toks[j:j+3], 3, family); dst != "" {
+			a.addDNAT(dst)
 			return start + 2
 		}
 	}
 	if dst := normalizeDNAT(a.tok(j), family); dst != "" {
-		a.info.DNAT = append(a.info.DNAT, dst)
+		a.addDNAT(dst)
 	}
 	return start
 }
 
-// dnatTarget converts a map value `addr . port`, tokens [from, to), into
-// "addr:port" ("[addr]:port" for IPv6).
-func (a *analyzer) dnatTarget(from, to int, family string) string {
-	if to-from == 3 && a.tok(from+1) == "." {
-		return a.sc.hostPort(a.tok(from), a.tok(from+2))
+// dnatTarget converts a map value `addr . port` or `addr[:port]`, its
+// first tokens val and their count nv, into "addr:port" ("[addr]:port"
+// for IPv6).
+func (a *analyzer) dnatTarget(val []token, nv int, family string) string {
+	if nv == 3 && a.str(val[1]) == "." {
+		return a.sc.hostPort(a.str(val[0]), a.str(val[2]))
 	}
-	if to-from == 1 {
-		return normalizeDNAT(a.tok(from), family)
+	if nv == 1 {
+		return normalizeDNAT(a.str(val[0]), family)
 	}
 	return ""
 }

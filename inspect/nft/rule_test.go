@@ -184,6 +184,60 @@ func TestAnalyzeNFTRuleSpellingsAgree(t *testing.T) {
 	}
 }
 
+// analyzePlain is analyzeRule on every token, no map body read ahead:
+// the reference the read-ahead path must agree with.
+func analyzePlain(text string) inspect.NFTRuleInfo {
+	var info inspect.NFTRuleInfo
+	new(ruleScratch).analyzeTokens(&info, text, false)
+	return info
+}
+
+// TestMapBodiesReadAhead: the bodies of the common shape are read ahead
+// (and a numgen DNAT map in kube-proxy's order straight into the block),
+// other bodies and analyses that look into one go the token way; the
+// answer is the same either way.
+func TestMapBodiesReadAhead(t *testing.T) {
+	tests := []struct {
+		text   string
+		bodies int  // read ahead
+		again  bool // the read-ahead analysis gives up
+		inline bool // DNAT and NumgenTargets one list in the block
+	}{
+		{`dnat ip to numgen random mod 2 map { 0 : 10.180.0.4 . 80, 1 : 10.180.0.5 . 80 }`, 1, false, true},
+		{`dnat ip6 addr . port to numgen random mod 2 map { 0 : fd00::4 . 80 , 1 : [fd00::5] . 80 }`, 1, false, true},
+		{`dnat ip to numgen random mod 2 map { 1 : 10.180.0.4 . 80, 0 : 10.180.0.5 . 80 }`, 1, false, false},
+		{`dnat ip to numgen random mod 3 map { 0 : 10.180.0.4 . 80, 2 : 10.180.0.5 . 80 }`, 1, false, false},
+		{`dnat ip to numgen random mod 2 map { 0 : 10.180.0.4 . 80, 1 : 10.180.0.5 . 80 } dnat to 10.0.0.1:80`, 1, true, true},
+		{`dnat ip to numgen random mod 1 map { 0 : 10.180.0.4 . 80 } numgen inc mod 1 vmap { 0 : goto a }`, 2, true, true},
+		{`numgen random mod 2 vmap { 0 : goto a, 1 : goto b }`, 1, false, false},
+		{`numgen random mod 2 vmap { 0 : goto "a b", 1 : goto b }`, 0, false, false},
+		{`ip daddr . tcp dport vmap { 10.0.0.1 . 80 : goto svc-a, 10.0.0.2 . 443 : goto svc-b }`, 1, false, false},
+		{`meta mark map { 1 : 0x10, 2 : @x }`, 0, false, false},
+		{`vmap { 0 : { goto a } }`, 0, false, false},
+		{`vmap { 0 : mark }`, 0, false, false},
+		{`vmap { 0 : goto a`, 0, false, false},
+		{`jump map { 0 : goto a }`, 1, true, false},
+		{`map { 0 : 1.2.3.4 . 80 } mark set 0x1`, 1, true, false}, // mark looks back at the body
+		{`vmap {0:goto a}`, 1, false, false},
+		{`dnat ip to numgen random mod 1 map { 0 : 10.0.0.1 . 80 . 1, 1 : 10.0.0.2 . 80 }`, 1, false, false},
+		{`vmap { a,b, : goto x,, }`, 1, false, false},
+	}
+	for _, tt := range tests {
+		sc := new(ruleScratch)
+		var got inspect.NFTRuleInfo
+		ok := sc.analyzeTokens(&got, tt.text, true)
+		if ok == tt.again || len(sc.spans) != tt.bodies {
+			t.Errorf("%q: read ahead %d bodies (want %d), gave up %v (want %v)", tt.text, len(sc.spans), tt.bodies, !ok, tt.again)
+		}
+		if !tt.again && tt.inline != (len(got.DNAT) > 0 && &got.DNAT[0] == &got.NumgenTargets[0]) {
+			t.Errorf("%q: DNAT and numgen targets one list: %v, want %v", tt.text, !tt.inline, tt.inline)
+		}
+		if want, got := analyzePlain(tt.text), analyzeRule(tt.text); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\n read ahead %+v\n token path %+v", tt.text, got, want)
+		}
+	}
+}
+
 func TestNFTTokens(t *testing.T) {
 	tests := []struct {
 		in   string
@@ -270,6 +324,9 @@ func FuzzAnalyzeNFTRule(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		info := analyzeRule(s)
+		if plain := analyzePlain(s); !reflect.DeepEqual(info, plain) {
+			t.Fatalf("%q: the map bodies read ahead give %+v, the token path %+v", s, info, plain)
+		}
 		if info.Numgen < 0 {
 			t.Fatalf("negative numgen %d", info.Numgen)
 		}
