@@ -155,6 +155,9 @@ func (v *jsonValue) strs() []string {
 // own limit).
 const jsonMaxDepth = 10000
 
+// bigJSONObject is the size from which jsonParser sizes the tape ahead.
+const bigJSONObject = 64 << 10
+
 // jsonParser parses one JSON value held in a string onto its tape.
 type jsonParser struct {
 	s     string
@@ -193,6 +196,16 @@ func (p *jsonParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err
 	p.s, p.i, p.depth, p.err, p.short = s, 0, 0, nil, false
 	clear(p.tape) // drop the last object's strings
 	p.tape = p.tape[:0]
+	if len(s) >= bigJSONObject {
+		// A set of thousands of elements: the tape it needs at once,
+		// rather than grown (and copied) a dozen times. Every value but
+		// the first follows a ',' or opens a container's contents; the
+		// count is capped for input of mostly commas.
+		n := strings.Count(s, ",") + strings.Count(s, "[") + strings.Count(s, "{") + 1
+		if n = min(n, len(s)/8); cap(p.tape) < n {
+			p.tape = make([]jsonValue, 0, n)
+		}
+	}
 	p.value("")
 	if p.err != nil {
 		return nil, p.i, p.short, p.err

@@ -297,3 +297,38 @@ func FuzzParseNFTJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestNFTJSONTapeSizedAhead: a big object (a map of thousands of
+// elements, commas in its strings too) is parsed onto a tape sized once,
+// never grown, holding every value; small objects still reuse it.
+func TestNFTJSONTapeSizedAhead(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"map": {"name": "a,b,c", "elem": [`)
+	for i := range 5000 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `[{"concat": ["10.0.%d.%d", "tcp", %d]}, "goto service-%d,x"]`, i/256, i%256, i%65536, i)
+	}
+	b.WriteString(`]}}`)
+	in := b.String()
+	if len(in) < bigJSONObject {
+		t.Fatalf("input of %d bytes is no big object", len(in))
+	}
+	var p jsonParser
+	v, err := p.parse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Count(in, ",") + strings.Count(in, "[") + strings.Count(in, "{") + 1
+	if cap(p.tape) != want || int(v.span) != len(p.tape) || len(p.tape) != 4+5000*7 {
+		t.Errorf("tape of %d values (span %d), capacity %d: want %d values and the capacity sized ahead, %d", len(p.tape), v.span, cap(p.tape), 4+5000*7, want)
+	}
+	if got := v.get("map").get("elem").kid(4999).kid(1).str; got != "goto service-4999,x" {
+		t.Errorf("last element's verdict %q", got)
+	}
+	tape := &p.tape[:1][0]
+	if _, err := p.parse(`{"rule": {}}`); err != nil || &p.tape[0] != tape {
+		t.Errorf("a small object after it does not reuse the tape (%v)", err)
+	}
+}
