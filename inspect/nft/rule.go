@@ -686,15 +686,43 @@ func (a *analyzer) dnatBody(body []bodyEntry) bool {
 		}
 		size += hostPortLen(a.str(e.vals[0]), a.str(e.vals[2]))
 	}
-	out := reserveStrings(&a.sc.strs, len(body))
-	a.sc.text.room(size)
+	// the destinations written one after the other into one stretch of
+	// the text block, then cut into strings
+	tb := &a.sc.text
+	tb.room(size)
+	from := len(tb.b)
+	b := tb.b // a local, as in concat
 	for k := range body {
 		e := &body[k]
-		out[k] = a.sc.hostPort(a.str(e.vals[0]), a.str(e.vals[2]))
+		b = appendHostPort(b, a.str(e.vals[0]), a.str(e.vals[2]))
+	}
+	tb.b = b
+	all := tb.since(from)
+	out := reserveStrings(&a.sc.strs, len(body))
+	at := 0
+	for k := range body {
+		e := &body[k]
+		n := hostPortLen(a.str(e.vals[0]), a.str(e.vals[2]))
+		out[k] = all[at : at+n]
+		at += n
 	}
 	a.info.DNAT = out
 	a.dnatInBlock = true
 	return true
+}
+
+// appendHostPort appends hostPort(host, port) to b.
+func appendHostPort(b []byte, host, port string) []byte {
+	host = trimBrackets(host)
+	if strings.IndexByte(host, ':') >= 0 {
+		b = append(b, '[')
+		b = append(b, host...)
+		b = append(b, ']', ':')
+	} else {
+		b = append(b, host...)
+		b = append(b, ':')
+	}
+	return append(b, port...)
 }
 
 // maxNumgenIndex bounds the numgen indices NumgenTargets holds (kube-proxy
