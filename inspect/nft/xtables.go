@@ -145,6 +145,9 @@ func toIPTable(t *inspect.NFTTable, raw *ruleStore) *inspect.IPTable {
 		from := k
 		for i := range rr {
 			src = append(src, &rr[i])
+			// the first write to each rule here, on one goroutine (see
+			// materialize)
+			rules[k].Line, rules[k].Text = int32(rr[i].line), rr[i].text
 			ptrs[k] = &rules[k]
 			k++
 		}
