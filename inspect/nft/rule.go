@@ -425,11 +425,11 @@ func reserveStrings(block *[]string, n int) []string {
 // hostPort returns "host:port" ("[host]:port" when host holds a colon),
 // carved from the scratch's text block.
 func (sc *ruleScratch) hostPort(host, port string) string {
-	host = trimBrackets(host)
-	if strings.IndexByte(host, ':') >= 0 {
-		return sc.text.concat("[", host, "]:", port)
-	}
-	return sc.text.concat(host, ":", port)
+	tb := &sc.text
+	tb.room(hostPortLen(host, port))
+	from := len(tb.b)
+	tb.b = appendHostPort(tb.b, host, port)
+	return tb.since(from)
 }
 
 // hostPortLen is the length of hostPort(host, port).
@@ -686,25 +686,11 @@ func (a *analyzer) dnatBody(body []bodyEntry) bool {
 		}
 		size += hostPortLen(a.str(e.vals[0]), a.str(e.vals[2]))
 	}
-	// the destinations written one after the other into one stretch of
-	// the text block, then cut into strings
-	tb := &a.sc.text
-	tb.room(size)
-	from := len(tb.b)
-	b := tb.b // a local, as in concat
-	for k := range body {
-		e := &body[k]
-		b = appendHostPort(b, a.str(e.vals[0]), a.str(e.vals[2]))
-	}
-	tb.b = b
-	all := tb.since(from)
+	a.sc.text.room(size) // the destinations, one after the other
 	out := reserveStrings(&a.sc.strs, len(body))
-	at := 0
 	for k := range body {
 		e := &body[k]
-		n := hostPortLen(a.str(e.vals[0]), a.str(e.vals[2]))
-		out[k] = all[at : at+n]
-		at += n
+		out[k] = a.sc.hostPort(a.str(e.vals[0]), a.str(e.vals[2]))
 	}
 	a.info.DNAT = out
 	a.dnatInBlock = true

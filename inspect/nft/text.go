@@ -240,16 +240,11 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 	}
 	rules := make([]inspect.NFTRule, n)
 	ptrs := make([]*inspect.NFTRule, n)
-	// the rules in the order they will be in, and their chains
-	src := make([]*rawRule, 0, n)
-	chains := make([]*inspect.NFTChain, 0, n)
 	k := 0
 	b.raw.of(t, func(c *inspect.NFTChain, raw []rawRule) {
 		from := k
 		for i := range raw {
 			rr := &raw[i]
-			src = append(src, rr)
-			chains = append(chains, c)
 			// The first write to each rule, on one goroutine: the array
 			// is fresh memory, and page faults taken on both cores at
 			// once in one address space cost ten times more on a VM
@@ -271,7 +266,8 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 	forChunks(n, func(w, from, to int) {
 		sc := &scratch[w]
 		for i := from; i < to; i++ {
-			sc.analyze(&rules[i].Info, src[i].text)
+			r := &rules[i]
+			sc.analyze(&r.Info, r.Rule.Rule)
 		}
 	})
 }
