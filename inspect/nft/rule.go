@@ -157,6 +157,10 @@ func bodyKeyword(t string) bool {
 // acts on inside braces, no closing brace.
 func (sc *ruleScratch) readBody(s string, open int) (int, bool) {
 	first := len(sc.bodies)
+	giveUp := func() (int, bool) {
+		sc.bodies = sc.bodies[:first]
+		return 0, false
+	}
 	var cur bodyEntry
 	nk, inKey := 0, true
 	flush := func() {
@@ -201,11 +205,9 @@ func (sc *ruleScratch) readBody(s string, open int) (int, bool) {
 				sc.spans = append(sc.spans, bodySpan{int32(first), int32(len(sc.bodies))})
 				return i, true
 			}
-			sc.bodies = sc.bodies[:first]
-			return 0, false
+			return giveUp() // a nested brace
 		case 3:
-			sc.bodies = sc.bodies[:first]
-			return 0, false
+			return giveUp() // a quoted string
 		}
 		j := i + 1
 		for j < len(s) && tokenClass[s[j]] == 0 {
@@ -220,13 +222,11 @@ func (sc *ruleScratch) readBody(s string, open int) (int, bool) {
 			ok = word(token{int32(i), int32(j)})
 		}
 		if !ok {
-			sc.bodies = sc.bodies[:first]
-			return 0, false
+			return giveUp()
 		}
 		i = j
 	}
-	sc.bodies = sc.bodies[:first]
-	return 0, false
+	return giveUp() // no closing brace
 }
 
 // unquote removes surrounding double quotes from a token, if any.
@@ -334,9 +334,6 @@ func (sc *ruleScratch) analyze(info *inspect.NFTRuleInfo, text string) {
 	}
 }
 
-// dnatField is the index of DNAT in analyzeTokens' fields.
-const dnatField = 5
-
 // analyzeTokens is analyze, with the map bodies read ahead when
 // readAhead; it returns false, info half filled, when the analysis needs
 // the tokens of such a body.
@@ -355,18 +352,18 @@ func (sc *ruleScratch) analyzeTokens(info *inspect.NFTRuleInfo, text string, rea
 	a := analyzer{text: text, toks: sc.toks, info: info, sc: sc}
 	a.run()
 	for k, f := range fields {
-		if k == dnatField && a.dnatInBlock {
+		if f == &info.DNAT && a.dnatInBlock {
 			continue // already in the block, not the scratch list
 		}
 		l := *f
 		sc.lists[k] = l[:0]
-		if !a.reachedBody {
+		if !a.needTokens {
 			*f = sc.keep(l)
 		}
 	}
 	targets := info.NumgenTargets
 	sc.numgen = targets[:0]
-	if a.reachedBody {
+	if a.needTokens {
 		return false
 	}
 	// The targets of a numgen map are most often its DNAT destinations or
@@ -457,9 +454,10 @@ type analyzer struct {
 	// dnatInBlock: DNAT and NumgenTargets are one list, written into the
 	// scratch's block by dnatBody.
 	dnatInBlock bool
-	// reachedBody: the analysis looked into a map body read ahead (a
-	// placeholder token); it must run again on every token.
-	reachedBody bool
+	// needTokens: the analysis must run again on every token, having
+	// looked into a map body read ahead (a placeholder token) or found
+	// more DNAT destinations or numgen targets after dnatBody.
+	needTokens bool
 }
 
 func (a *analyzer) tok(i int) string {
@@ -473,7 +471,7 @@ func (a *analyzer) tok(i int) string {
 // reached).
 func (a *analyzer) str(t token) string {
 	if t.from < 0 {
-		a.reachedBody = true
+		a.needTokens = true
 		return ""
 	}
 	return a.text[t.from:t.to]
@@ -505,7 +503,7 @@ func (a *analyzer) run() {
 	depth := 0
 	for i := 0; i < len(a.toks); i++ {
 		t := a.tok(i)
-		if a.reachedBody {
+		if a.needTokens {
 			return
 		}
 		switch t {
@@ -660,7 +658,7 @@ func (a *analyzer) mapEntry(isV, numgenKey bool, key token, val []token, nv int)
 // addDNAT appends a DNAT destination.
 func (a *analyzer) addDNAT(dst string) {
 	if a.dnatInBlock {
-		a.reachedBody = true // a second DNAT list: the token path handles it
+		a.needTokens = true // a second DNAT list: the token path handles it
 		return
 	}
 	a.info.DNAT = append(a.info.DNAT, dst)
@@ -723,7 +721,7 @@ func (a *analyzer) numgenTarget(idx int, target string) {
 		return
 	}
 	if a.dnatInBlock {
-		a.reachedBody = true // NumgenTargets is DNAT: the token path handles it
+		a.needTokens = true // NumgenTargets is DNAT: the token path handles it
 		return
 	}
 	t := a.info.NumgenTargets
