@@ -405,6 +405,9 @@ func ParseText(r io.Reader, source string) (*inspect.Ruleset, error) {
 	if !textParallel || runtime.GOMAXPROCS(0) < 2 {
 		return parseText(newNFTLineReader(r), source)
 	}
+	if size := inspect.InputSize(r); size >= textParallelMin && size < 1<<40 {
+		return parseTextStreamed(r, int(size), source)
+	}
 	data, err := inspect.ReadAll(r)
 	if err != nil {
 		// what was read, then the error, as when reading line by line

@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"io"
 	"runtime"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type textSegment struct {
 	table     *tableKey // the table it starts in (nil: at the top)
 	b         *builder  // what it holds, once parsed
 	endTable  *tableKey // the table it ends in, between chains
+	last      bool      // the last of the input
 	ok        bool
 }
 
@@ -41,37 +43,49 @@ func parseTextSegments(s, source string) (*inspect.Ruleset, bool) {
 	if len(segs) < 2 {
 		return nil, false
 	}
-	next := make(chan int, len(segs))
-	for k := range segs {
-		next <- k
+	next := make(chan *textSegment, len(segs))
+	for _, sg := range segs {
+		next <- sg
 	}
 	close(next)
+	parseSegments(next, workers, source)
+	return joinSegments(segs, source)
+}
+
+// parseSegments parses the segments sent on next, on workers goroutines,
+// until next is closed.
+func parseSegments(next <-chan *textSegment, workers int, source string) {
 	var wg sync.WaitGroup
-	for range min(len(segs), workers) {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := range next {
-				parseSegment(&segs[k], source, k == len(segs)-1)
+			for sg := range next {
+				parseSegment(sg, source, sg.last)
 			}
 		}()
 	}
 	wg.Wait()
-	for k := range segs {
-		if !segs[k].ok || k+1 < len(segs) && *segs[k].endTable != *segs[k+1].table {
+}
+
+// joinSegments checks the parsed segments against each other and joins
+// them; ok is false when a check fails.
+func joinSegments(segs []*textSegment, source string) (*inspect.Ruleset, bool) {
+	for k, sg := range segs {
+		if !sg.ok || k+1 < len(segs) && *sg.endTable != *segs[k+1].table {
 			return nil, false
 		}
 	}
 	b := newNFTBuilder(source, inspect.FormatNFTText)
 	nblocks, nruns := 0, 0
-	for k := range segs {
-		nblocks += len(segs[k].b.raw.blocks)
-		nruns += len(segs[k].b.raw.runs)
+	for _, sg := range segs {
+		nblocks += len(sg.b.raw.blocks)
+		nruns += len(sg.b.raw.runs)
 	}
 	b.raw.blocks = make([][]rawRule, 0, nblocks)
 	b.raw.runs = make([]ruleRun, 0, nruns)
-	for k := range segs {
-		b.absorb(segs[k].b)
+	for _, sg := range segs {
+		b.absorb(sg.b)
 	}
 	for _, t := range b.tables {
 		if !t.DistinctChains() {
@@ -81,36 +95,142 @@ func parseTextSegments(s, source string) (*inspect.Ruleset, bool) {
 	return b.finish(), true
 }
 
-// cutSegments cuts s before `\tchain ` lines into about n segments, each
-// knowing the table it starts in; nil when it cannot tell one.
-func cutSegments(s string, n int) []textSegment {
-	var segs []textSegment
-	from, lines := 0, 0
-	var table *tableKey // of the segment starting at from
-	for k := 1; k < n; k++ {
-		i := strings.Index(s[max(k*len(s)/n, from):], "\n\tchain ")
-		if i < 0 {
+// readStep is how much parseTextStreamed reads at a time.
+const readStep = 256 << 10
+
+// parseTextStreamed reads r, which says it holds about size bytes, and
+// parses it in segments while it reads: a segment is cut, and parsed on
+// another core, as soon as the text after it is read, so reading (page
+// faults on fresh memory, on this project's VM the dearest part) and
+// parsing overlap. With the size right the segments are those of
+// cutSegments on the whole text; what is read is kept as one string, and
+// the result, a failed check or a read error included, is that of
+// ParseText reading the whole text first.
+func parseTextStreamed(r io.Reader, size int, source string) (*inspect.Ruleset, error) {
+	s, segs, err := readInSegments(r, size, source)
+	if err != nil {
+		// what was read, then the error, as when reading line by line
+		return parseText(newNFTLineReader(io.MultiReader(strings.NewReader(s), errorReader{err})), source)
+	}
+	if len(segs) >= 2 {
+		if rs, ok := joinSegments(segs, source); ok {
+			return rs, nil
+		}
+	}
+	return parseText(&lineReader{block: s, eof: true}, source)
+}
+
+// readInSegments reads r to its end and returns the text, and the segments
+// cut and parsed while it read (none when it could not cut two).
+func readInSegments(r io.Reader, size int, source string) (string, []*textSegment, error) {
+	workers := runtime.GOMAXPROCS(0)
+	next := make(chan *textSegment, 4*workers)
+	done := make(chan struct{})
+	go func() {
+		parseSegments(next, workers, source)
+		close(done)
+	}()
+	c := segmentCutter{size: size, n: 4 * workers}
+	// A Builder grows without zeroing: the copy is the first write to the
+	// text's memory, so its page faults are taken as it is read.
+	var text strings.Builder
+	text.Grow(size + 1)
+	chunk := make([]byte, readStep)
+	var err error
+	for empty := 0; err == nil; {
+		var n int
+		n, err = r.Read(chunk)
+		text.Write(chunk[:n])
+		switch {
+		case n > 0 && err == nil:
+			c.cut(text.String(), false, next)
+			empty = 0
+		case n == 0 && err == nil:
+			if empty++; empty == 100 {
+				err = io.ErrNoProgress
+			}
+		}
+	}
+	s := text.String()
+	if err == io.EOF {
+		err = nil
+		c.cut(s, true, next)
+	}
+	close(next)
+	<-done
+	return s, c.segs, err
+}
+
+// segmentCutter cuts a text as it is read into the segments cutSegments
+// would cut it into, given its size.
+type segmentCutter struct {
+	size, n int
+	k       int // the cut looked for: before k*size/n, from 1 to n-1
+	from    int // where the next segment starts
+	lines   int // lines before from
+	table   *tableKey
+	// searched is where the search for cut k goes on: no "\n\tchain "
+	// starts between its target and searched.
+	searched int
+	stopped  bool // no more cuts: the last segment is the rest
+	failed   bool // no table known at the first cut: no segments
+	segs     []*textSegment
+}
+
+// cut sends on next the segments that s, the text read so far (all of it
+// with eof), completes; with eof, the last one too, unless fewer than two.
+func (c *segmentCutter) cut(s string, eof bool, next chan<- *textSegment) {
+	const chainLine = "\n\tchain "
+	if c.k == 0 {
+		c.k = 1
+	}
+	for !c.stopped && !c.failed && c.k < c.n {
+		target := max(c.k*c.size/c.n, c.from)
+		start := max(target, c.searched)
+		if start > len(s) {
+			c.stopped = eof
 			break
 		}
-		cut := max(k*len(s)/n, from) + i + 1
-		// the table: the last `table` line since the last cut, or the
-		// one the last cut was in
-		tk, ok := tableBefore(s[:cut], from)
-		if !ok {
-			if table == nil {
-				return nil
-			}
-			tk = *table
+		i := strings.Index(s[start:], chainLine)
+		if i < 0 {
+			c.stopped = eof
+			c.searched = max(start, len(s)-len(chainLine)+1)
+			break
 		}
-		text := s[from:cut]
-		segs = append(segs, textSegment{text: text, startLine: lines, table: table})
-		lines += strings.Count(text, "\n")
-		from, table = cut, &tk
+		cut := start + i + 1
+		tk, ok := tableBefore(s[:cut], c.from)
+		if !ok {
+			if c.table == nil {
+				c.failed = true
+				break
+			}
+			tk = *c.table
+		}
+		text := s[c.from:cut]
+		sg := &textSegment{text: text, startLine: c.lines, table: c.table}
+		c.segs = append(c.segs, sg)
+		next <- sg
+		c.lines += strings.Count(text, "\n")
+		c.from, c.table = cut, &tk
+		c.k++
 	}
-	if len(segs) == 0 {
+	if eof && !c.failed && len(c.segs) > 0 {
+		sg := &textSegment{text: s[c.from:], startLine: c.lines, table: c.table, last: true}
+		c.segs = append(c.segs, sg)
+		next <- sg
+	}
+}
+
+// cutSegments cuts s before `\tchain ` lines into about n segments, each
+// knowing the table it starts in; nil when it cannot tell one.
+func cutSegments(s string, n int) []*textSegment {
+	c := segmentCutter{size: len(s), n: n}
+	next := make(chan *textSegment, n+1)
+	c.cut(s, true, next)
+	if c.failed {
 		return nil
 	}
-	return append(segs, textSegment{text: s[from:], startLine: lines, table: table})
+	return c.segs
 }
 
 // tableBefore reads the last `table …` line of s that starts at or after

@@ -2,7 +2,9 @@ package nft
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -108,5 +110,143 @@ func TestTextCutSegments(t *testing.T) {
 	}
 	if segs := cutSegments("chain x {\n}\n\tchain y {\n", 4); segs != nil {
 		t.Errorf("no table line, yet segments: %+v", segs)
+	}
+}
+
+// hintedReader reads data in steps of step bytes, says it holds hint
+// bytes, and fails with err after failAt bytes (when err is set).
+type hintedReader struct {
+	data         string
+	hint, step   int
+	failAt       int
+	err          error
+	empty, reads int // reads returning nothing before each step
+}
+
+func (r *hintedReader) SizeHint() int64 { return int64(r.hint) }
+
+func (r *hintedReader) Read(p []byte) (int, error) {
+	if r.reads < r.empty {
+		r.reads++
+		return 0, nil
+	}
+	r.reads = 0
+	if r.err != nil && r.failAt <= 0 {
+		return 0, r.err
+	}
+	if r.data == "" {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.step, len(r.data))
+	if r.err != nil {
+		n = min(n, r.failAt)
+		r.failAt -= n
+	}
+	n = copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// Cut as the text is read, the segments are those of the whole text,
+// whatever the reads' sizes and wherever a `\tchain ` line straddles two.
+func TestTextCutWhileReading(t *testing.T) {
+	var buf bytes.Buffer
+	genText(&buf, shape135, 300, 20)
+	data := buf.String()
+	want := cutSegments(data, 8)
+	if len(want) != 8 {
+		t.Fatalf("%d segments of the whole text, want 8", len(want))
+	}
+	// reads that end inside every `\tchain ` line
+	var inChainLines []int
+	for at := 0; ; {
+		i := strings.Index(data[at:], "\n\tchain ")
+		if i < 0 {
+			break
+		}
+		at += i + 4
+		inChainLines = append(inChainLines, at)
+	}
+	for _, step := range []int{0, 1 << 10, 4099, 1 << 16, len(data)} {
+		c := segmentCutter{size: len(data), n: 8}
+		next := make(chan *textSegment, 9)
+		if step == 0 {
+			for _, n := range inChainLines {
+				c.cut(data[:n], false, next)
+			}
+		}
+		for n := step; step > 0 && n < len(data); n += step {
+			c.cut(data[:n], false, next)
+		}
+		c.cut(data, true, next)
+		close(next)
+		sent := 0
+		for range next {
+			sent++
+		}
+		if sent != len(c.segs) || len(c.segs) != len(want) {
+			t.Fatalf("step %d: %d segments, %d sent, want %d", step, len(c.segs), sent, len(want))
+		}
+		for k, sg := range c.segs {
+			w := want[k]
+			if sg.text != w.text || sg.startLine != w.startLine || fmt.Sprint(sg.table) != fmt.Sprint(w.table) || sg.last != (k == len(want)-1) {
+				t.Fatalf("step %d, segment %d: starts at line %d (%q…), want line %d (%q…)", step, k, sg.startLine, sg.text[:20], w.startLine, w.text[:20])
+			}
+		}
+	}
+}
+
+// Read while it is parsed, a text gives what the one-piece reader gives
+// even when its size is not what it said, when reads return nothing for a
+// while, and when the read fails part way.
+func TestTextStreamedAgrees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	var buf bytes.Buffer
+	genText(&buf, shape135, 600, 20)
+	data := buf.String()
+	whole := func(r io.Reader) (*inspect.Ruleset, error) {
+		textParallel = false
+		defer func() { textParallel = true }()
+		return ParseText(r, "in")
+	}
+	for _, tc := range []struct {
+		name string
+		r    hintedReader
+	}{
+		{"size right", hintedReader{hint: len(data), step: 1 << 16}},
+		{"says half", hintedReader{hint: len(data) / 2, step: 1 << 16}},
+		{"says double", hintedReader{hint: 2 * len(data), step: 1 << 16}},
+		{"pauses", hintedReader{hint: len(data), step: 1 << 18, empty: 3}},
+		{"fails half way", hintedReader{hint: len(data), step: 1 << 16, failAt: len(data) / 2, err: io.ErrUnexpectedEOF}},
+		{"fails at once", hintedReader{hint: len(data), step: 1 << 16, err: io.ErrUnexpectedEOF}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, w, seg := tc.r, tc.r, tc.r
+			r.data, w.data, seg.data = data, data, data
+			if tc.r.err == nil { // really read in segments
+				s, segs, err := readInSegments(&seg, seg.hint, "in")
+				if err != nil || s != data || len(segs) < 2 {
+					t.Fatalf("read in segments: %v, %d of %d bytes, %d segments", err, len(s), len(data), len(segs))
+				}
+				for k, sg := range segs {
+					if !sg.ok {
+						t.Fatalf("segment %d of %d not parsed", k, len(segs))
+					}
+				}
+			}
+			got, errGot := ParseText(&r, "in")
+			want, errWant := whole(&w)
+			if tc.r.err == nil && (errGot != nil || got.Dumps[0].Rules < 600*20) {
+				t.Fatalf("%v, %d rules", errGot, got.Dumps[0].Rules)
+			}
+			sameResult(t, tc.name, "streamed", got, want, errGot, errWant)
+		})
+	}
+	// A reader that never gets anywhere is an error, not a hang.
+	stuck := hintedReader{data: data, hint: len(data), step: 1, empty: 1 << 30}
+	if _, err := ParseText(&stuck, "in"); !errors.Is(err, io.ErrNoProgress) {
+		t.Errorf("a reader returning nothing: %v, want %v", err, io.ErrNoProgress)
 	}
 }
