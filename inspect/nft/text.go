@@ -124,10 +124,16 @@ func (b *builder) addRule(c *inspect.NFTChain, text string, comment *string, spl
 	b.raw.add(c, rawRule{text: text, comment: comment, handle: handle, line: line, asRead: true, split: split})
 }
 
-// normalize normalises the text of the rules recorded as read.
-func (s *ruleStore) normalize() {
-	serialBelow := 2 // in parallel a block at a time, unless the rules are few
-	if s.n < parallelMin {
+// normalize normalises the text of the rules recorded as read; in
+// parallel a block at a time, unless the rules are few (or the caller is
+// one of several workers already).
+func (s *ruleStore) normalize(parallel bool) {
+	if s.asRead == 0 {
+		return
+	}
+	s.asRead = 0
+	serialBelow := 2
+	if s.n < parallelMin || !parallel {
 		serialBelow = math.MaxInt
 	}
 	runChunks(len(s.blocks), serialBelow, 1, func(_, from, to int) {
@@ -157,6 +163,7 @@ type ruleStore struct {
 	blocks [][]rawRule
 	runs   []ruleRun
 	n      int // rules in all
+	asRead int // rules whose text is not normalised yet
 	// counted holds the rules of each chain in runs[:countedRuns], for
 	// count (built when first asked)
 	counted     map[*inspect.NFTChain]int
@@ -189,6 +196,9 @@ func (s *ruleStore) add(c *inspect.NFTChain, r rawRule) {
 	*blk = append(*blk, r)
 	s.runs[len(s.runs)-1].to++
 	s.n++
+	if r.asRead {
+		s.asRead++
+	}
 }
 
 // join adds the rules of o after those of s, without copying them.
@@ -200,6 +210,7 @@ func (s *ruleStore) join(o *ruleStore) {
 		s.runs = append(s.runs, r)
 	}
 	s.n += o.n
+	s.asRead += o.asRead
 }
 
 // count is how many rules c has so far. It is asked for a chain listed
@@ -276,7 +287,7 @@ func (b *builder) materialize(t *inspect.NFTTable) {
 func (b *builder) finish() *inspect.Ruleset {
 	rs := &inspect.Ruleset{}
 	d := b.dump
-	b.raw.normalize()
+	b.raw.normalize(true)
 	for _, t := range b.tables {
 		k := tableKey{t.Family, t.Name}
 		if !b.noIPTables && isIPTablesNFT(t, &b.raw, b.iptWarned[k]) {

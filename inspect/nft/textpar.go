@@ -275,6 +275,7 @@ func parseSegment(sg *textSegment, source string, last bool) {
 	}
 	p.lines()
 	sg.b = b
+	defer b.raw.normalize(false) // here, while the input is still being read
 	switch {
 	case p.lr.err != nil:
 	case last:
