@@ -748,8 +748,8 @@ const bigInput = 8 << 20
 // so no collection would run again before the command ends: attribution
 // and rendering would grow the process instead of reusing that memory. On
 // the 5,000-Service node it is 30 MB of objects (map -o json's peak RSS
-// 245 → 215 MiB). The collection runs on a goroutine of its own, while the
-// dumps still parse.
+// 244 → 216–221 MiB). The collection runs on a goroutine of its own, while
+// the dumps still parse.
 func releaseInput(n int64) {
 	if n >= bigInput {
 		go runtime.GC()

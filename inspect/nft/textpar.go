@@ -61,7 +61,7 @@ func parseSegments(next <-chan *textSegment, workers int, source string) {
 		go func() {
 			defer wg.Done()
 			for sg := range next {
-				parseSegment(sg, source, sg.last)
+				parseSegment(sg, source)
 			}
 		}()
 	}
@@ -165,11 +165,11 @@ func readInSegments(r io.Reader, size int, source string) (string, []*textSegmen
 // would cut it into, given its size.
 type segmentCutter struct {
 	size, n int
-	k       int // the cut looked for: before k*size/n, from 1 to n-1
+	k       int // cuts made: the next is looked for from (k+1)*size/n
 	from    int // where the next segment starts
 	lines   int // lines before from
 	table   *tableKey
-	// searched is where the search for cut k goes on: no "\n\tchain "
+	// searched is where the search for the next cut goes on: no "\n\tchain "
 	// starts between its target and searched.
 	searched int
 	stopped  bool // no more cuts: the last segment is the rest
@@ -181,11 +181,8 @@ type segmentCutter struct {
 // with eof), completes; with eof, the last one too, unless fewer than two.
 func (c *segmentCutter) cut(s string, eof bool, next chan<- *textSegment) {
 	const chainLine = "\n\tchain "
-	if c.k == 0 {
-		c.k = 1
-	}
-	for !c.stopped && !c.failed && c.k < c.n {
-		target := max(c.k*c.size/c.n, c.from)
+	for !c.stopped && !c.failed && c.k+1 < c.n {
+		target := max((c.k+1)*c.size/c.n, c.from)
 		start := max(target, c.searched)
 		if start > len(s) {
 			c.stopped = eof
@@ -266,7 +263,7 @@ func tableBefore(s string, from int) (tableKey, bool) {
 }
 
 // parseSegment parses one segment with a builder of its own.
-func parseSegment(sg *textSegment, source string, last bool) {
+func parseSegment(sg *textSegment, source string) {
 	b := newNFTBuilder(source, inspect.FormatNFTText)
 	b.appendChains = true
 	p := &textParser{b: b, lr: &lineReader{block: sg.text, eof: true, line: sg.startLine}}
@@ -278,7 +275,7 @@ func parseSegment(sg *textSegment, source string, last bool) {
 	defer b.raw.normalize(false) // here, while the input is still being read
 	switch {
 	case p.lr.err != nil:
-	case last:
+	case sg.last:
 		p.end()
 		sg.ok = true
 	case p.state == stateInTable && !p.cutShort:
