@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -80,6 +81,7 @@ func readObjects(r io.Reader, source string, only *ServiceFilter) (*Objects, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
+	defer releaseInput(len(data))
 	objs, seen, ok := decodeFast(data, only)
 	if !ok {
 		if objs, err = decodeGeneric(bytes.NewReader(data), source); err != nil {
@@ -96,6 +98,27 @@ func readObjects(r io.Reader, source string, only *ServiceFilter) (*Objects, err
 	}
 	return objs, nil
 }
+
+// bigInput is the size from which an input read whole is worth a garbage
+// collection once decoded (releaseInput).
+const bigInput = 8 << 20
+
+// releaseInput starts a garbage collection once an input of n bytes, read
+// whole, is decoded. It is then the largest garbage of the command, and
+// the heap goal is about twice what the model holds by then, so no
+// collection would run again before the command ends: attribution and
+// rendering would grow the process instead of reusing that memory. On the
+// 5,000-Service node it is 30 MB of objects (map -o json's peak RSS 244 →
+// 216–221 MiB). The collection runs on a goroutine of its own, while the
+// dumps still parse.
+func releaseInput(n int) {
+	if n >= bigInput {
+		go collectGarbage()
+	}
+}
+
+// collectGarbage is runtime.GC; a test sees it called.
+var collectGarbage = goruntime.GC
 
 // decodeGeneric decodes with the Kubernetes decoder: YAML or JSON, every
 // field of every object.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -577,14 +576,11 @@ func (o *InputOptions) load() (*Loaded, error) {
 	objectTasks := make([]func() (*correlate.Objects, error), len(o.Objects))
 	for i, name := range o.Objects {
 		objectTasks[i] = sync.OnceValues(func() (*correlate.Objects, error) {
-			in := &countingReader{}
-			defer func() { releaseInput(in.n) }()
 			return readInput(o, input.KindObjects, name, func(r io.Reader, source string) (*correlate.Objects, error) {
-				in.r = r
 				if only != nil {
-					return correlate.ReadServiceObjects(in, source, *only)
+					return correlate.ReadServiceObjects(r, source, *only)
 				}
-				return correlate.ReadObjects(in, source)
+				return correlate.ReadObjects(r, source)
 			})
 		})
 	}
@@ -737,36 +733,3 @@ func sweepOfNodeBundle(bundle string) string {
 	}
 	return ""
 }
-
-// bigInput is the size from which an input read whole is worth a garbage
-// collection once decoded (releaseInput).
-const bigInput = 8 << 20
-
-// releaseInput starts a garbage collection after an input of n bytes was
-// read whole and decoded. The input is then the largest garbage of the
-// command, and the heap goal is about twice what the model holds by then,
-// so no collection would run again before the command ends: attribution
-// and rendering would grow the process instead of reusing that memory. On
-// the 5,000-Service node it is 30 MB of objects (map -o json's peak RSS
-// 244 → 216–221 MiB). The collection runs on a goroutine of its own, while
-// the dumps still parse.
-func releaseInput(n int64) {
-	if n >= bigInput {
-		go runtime.GC()
-	}
-}
-
-// countingReader counts what is read through it, and passes on the size
-// its reader says it holds.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func (c *countingReader) SizeHint() int64 { return inspect.InputSize(c.r) }

@@ -95,7 +95,7 @@ func joinSegments(segs []*textSegment, source string) (*inspect.Ruleset, bool) {
 	return b.finish(), true
 }
 
-// readStep is how much parseTextStreamed reads at a time.
+// readStep is how much readInSegments reads at a time.
 const readStep = 256 << 10
 
 // parseTextStreamed reads r, which says it holds about size bytes, and
