@@ -1454,3 +1454,36 @@ func TestCollectReadsAgainAfterACut(t *testing.T) {
 		})
 	}
 }
+
+// A pod whose create was interrupted in flight (no UID) is deleted even
+// when its create lands after the first delete; a pod known to exist that
+// is gone already costs no wait.
+func TestDeletePodCreatedLate(t *testing.T) {
+	client := fake.NewClientset()
+	c := &Collector{Client: client, Progress: &Progress{}}
+	spec := DebugPod(PodOptions{Node: "node-a", Namespace: DefaultDebugNamespace, Image: "kube-proxy", StartedBy: "me"})
+	landed := make(chan struct{})
+	go func() {
+		defer close(landed)
+		time.Sleep(600 * time.Millisecond)
+		if _, err := client.CoreV1().Pods(spec.Namespace).Create(context.Background(), spec, metav1.CreateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := c.deletePod(spec); err != nil {
+		t.Fatal(err)
+	}
+	<-landed
+	if _, err := client.CoreV1().Pods(spec.Namespace).Get(context.Background(), spec.Name, metav1.GetOptions{}); !IsNotFound(err) {
+		t.Errorf("the pod created after the first delete is still there (err %v)", err)
+	}
+	gone := spec.DeepCopy()
+	gone.UID = "4d3c2b1a"
+	start := time.Now()
+	if err := c.deletePod(gone); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("a pod known to exist and gone already: deleting waited %s", waited)
+	}
+}

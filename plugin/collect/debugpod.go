@@ -176,11 +176,26 @@ func (c *Collector) removeLeftovers(ctx context.Context, me string) {
 	}
 }
 
+// unconfirmedCreateWait is how long deletePod keeps trying to delete a pod
+// whose create was interrupted in flight: the API server may still be
+// writing it when the first delete arrives.
+const unconfirmedCreateWait = 5 * time.Second
+
 // deletePod deletes the debug pod now, whatever the caller's context says.
+// A pod without a UID is one whose create was interrupted while the request
+// was out: a delete that finds no pod is tried again for a while, because
+// the create may land after it (an interrupted sweep left such a pod).
 func (c *Collector) deletePod(p *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	for waited := time.Duration(0); p.UID == "" && IsNotFound(err) && waited < unconfirmedCreateWait; waited += 200 * time.Millisecond {
+		time.Sleep(200 * time.Millisecond)
+		err = c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	}
+	if IsNotFound(err) && p.UID == "" {
+		return nil // never created
+	}
 	if err != nil && !IsNotFound(err) {
 		return fmt.Errorf("could not delete debug pod %s/%s (%v): delete it with `kubectl proxyrules cleanup`; its activeDeadlineSeconds stops it in any case", p.Namespace, p.Name, firstLine(err.Error()))
 	}
