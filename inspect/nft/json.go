@@ -171,6 +171,9 @@ type jsonParser struct {
 }
 
 func (p *jsonParser) parse(s string) (*jsonValue, error) {
+	if len(s) >= bigJSONObject {
+		p.sizeTape(s)
+	}
 	v, _, _, err := p.parsePrefix(s)
 	p.space()
 	if err == nil && p.i != len(p.s) {
@@ -178,6 +181,18 @@ func (p *jsonParser) parse(s string) (*jsonValue, error) {
 		return v, p.err
 	}
 	return v, err
+}
+
+// sizeTape makes room on the tape for the values of s at most: for a
+// set of thousands of elements, the tape it needs at once rather than
+// grown (and copied) a dozen times. Every value but the first follows a
+// ',' or opens a container's contents; the count is capped for input of
+// mostly commas.
+func (p *jsonParser) sizeTape(s string) {
+	n := strings.Count(s, ",") + strings.Count(s, "[") + strings.Count(s, "{") + 1
+	if n = min(n, len(s)/8); cap(p.tape) < n {
+		p.tape = make([]jsonValue, 0, n)
+	}
 }
 
 func (p *jsonParser) fail(what string) {
@@ -191,21 +206,14 @@ func (p *jsonParser) fail(what string) {
 
 // parsePrefix parses the value at the start of s, which may go on after
 // it: the value and the bytes it took, or short when s ends inside it.
-// The value is valid until the next parse.
+// The value is valid until the next parse. (Its tape grows as it goes:
+// the size of the value is not known ahead.)
 func (p *jsonParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err error) {
 	p.s, p.i, p.depth, p.err, p.short = s, 0, 0, nil, false
-	clear(p.tape) // drop the last object's strings
+	// The last value's entries are overwritten, not cleared first: the
+	// strings left beyond the new value's end keep at most the read
+	// buffers of the values before alive, for as long as the parser.
 	p.tape = p.tape[:0]
-	if len(s) >= bigJSONObject {
-		// A set of thousands of elements: the tape it needs at once,
-		// rather than grown (and copied) a dozen times. Every value but
-		// the first follows a ',' or opens a container's contents; the
-		// count is capped for input of mostly commas.
-		n := strings.Count(s, ",") + strings.Count(s, "[") + strings.Count(s, "{") + 1
-		if n = min(n, len(s)/8); cap(p.tape) < n {
-			p.tape = make([]jsonValue, 0, n)
-		}
-	}
 	p.value("")
 	if p.err != nil {
 		return nil, p.i, p.short, p.err
@@ -482,8 +490,8 @@ func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 	w := &renderer{}
 	start, commaTaken := 0, false
 	if jsonPipeline && runtime.GOMAXPROCS(0) > 1 {
-		end, done, err := jsonArrayParallel(st, p, b, w)
-		if done || err != nil {
+		end, err := jsonArrayParallel(st, p, b, w)
+		if err != nil {
 			return err
 		}
 		start, commaTaken = end.count, end.commaTaken
@@ -619,24 +627,6 @@ func (st *jsonStream) value() ([]byte, error) {
 	return st.take(from, to), nil
 }
 
-// frame returns the next JSON value's bytes as framed by value, in place
-// (st.buf is never written again once read).
-func (st *jsonStream) frame() (string, error) {
-	if c, err := st.peek(); err == nil && c == '{' {
-		if n := objectEnd(st.buf[st.pos:]); n > 0 {
-			from := st.pos
-			st.pos += n
-			return unsafe.String(&st.buf[from], n), nil
-		}
-	}
-	from, to, err := st.extent()
-	if err != nil || from == to {
-		return "", err
-	}
-	st.pos = to
-	return unsafe.String(&st.buf[from], to-from), nil
-}
-
 // extent finds the next JSON value, st.buf[from:to], reading as needed.
 func (st *jsonStream) extent() (from, to int, err error) {
 	c, err := st.peek()
@@ -710,57 +700,10 @@ func (st *jsonStream) extent() (from, to int, err error) {
 	}
 }
 
-// inString and structural mark the bytes objectEnd stops at, inside and
-// outside strings.
-var inString, structural [256]bool
+// inString marks the bytes that end the plain part of a string.
+var inString [256]bool
 
-func init() {
-	inString['"'], inString['\\'] = true, true
-	for _, c := range `"{}[]` {
-		structural[c] = true
-	}
-}
-
-// objectEnd is extent's framing of the object b starts with, in tight
-// loops: the length of the object, or 0 when it does not end within b.
-func objectEnd(b []byte) int {
-	depth := 0
-	for i := 0; i < len(b); {
-		for i < len(b) && !structural[b[i]] {
-			i++
-		}
-		if i >= len(b) {
-			return 0
-		}
-		switch b[i] {
-		case '"':
-			i++
-			for {
-				for i < len(b) && !inString[b[i]] {
-					i++
-				}
-				if i >= len(b) {
-					return 0
-				}
-				if b[i] == '"' {
-					break
-				}
-				i += 2 // a backslash and the byte it escapes
-			}
-			i++
-		case '{', '[':
-			depth++
-			i++
-		default: // '}', ']'
-			depth--
-			i++
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return 0
-}
+func init() { inString['"'], inString['\\'] = true, true }
 
 func (st *jsonStream) take(from, to int) []byte {
 	out := make([]byte, to-from)

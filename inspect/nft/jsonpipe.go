@@ -1,225 +1,347 @@
 package nft
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Most of a big nft -j listing is rules, and a rule's text depends on its
-// object alone. So the objects of the "nftables" array are read in
-// batches: one goroutine frames them (finds where each ends), workers
-// parse and render the rules of a batch on every core, and the builder
-// takes the batches in order. Everything else (tables, chains, sets,
-// elements) is built in order by jsonObject as before, and so is every
-// object once framing meets something it cannot frame, so errors and
-// warnings are those of the one-at-a-time reader (a test compares them).
+// object alone. So the "nftables" array is cut into segments that workers
+// parse on every core, and the builder takes the segments in order.
+//
+// Finding where each object ends means reading every byte, which one
+// goroutine cannot do as fast as the workers parse. So the cutter does
+// not frame objects: it cuts where an object of a listed kind seems to
+// start (`, {"rule": {`), looking only at the bytes near the cut, and a
+// worker parses a segment's objects one after the other from its start.
+// A cut is proven when the segment before it, parsed from a proven start,
+// ends exactly there; the first segment starts where the array does. A
+// cut that falls inside an object (such text nested in it, which nft does
+// not write; a string cannot hold it, its '"' would end the string) or input
+// that is not well-formed leaves a segment that does not end cleanly:
+// from its first object that did not parse, the rest of the array is read
+// one object at a time (jsonArray), so errors and warnings are those of
+// the one-at-a-time reader (a test compares them).
+//
+// Rules, chains, sets and maps are prepared by the workers; everything
+// else (tables, elements) is built in order by jsonObject as before.
 
-const (
-	batchObjects = 512     // objects per batch …
-	batchBytes   = 1 << 20 // … or bytes, whichever comes first
-)
+// jsonSegmentMin is the least input a segment holds: a cut is looked for
+// only once that much is read past the last one (a variable: tests cut
+// at every object).
+var jsonSegmentMin = 128 << 10
 
-type jsonBatch struct {
-	first int      // index in the array of objs[0]
-	objs  []string // the objects' bytes, in place in the read buffers
-	ends  []int64  // input offset after each object, for errors
-	// set by the worker: for each object, a prepared rule or set, or
-	// nothing (built in order by jsonObject)
+// jsonCutLookMax bounds what is read looking for a cut: past it (tens of
+// MB of objects of other kinds) the rest is read one object at a time,
+// which holds no more than an object in memory.
+const jsonCutLookMax = 32 << 20
+
+type jsonSegment struct {
+	text string // the segment's bytes, in place in a read buffer
+	base int64  // input offset of text[0]
+	// set by the worker: the objects parsed whole, in order, each with
+	// its end in text, and for each a prepared rule, chain, set or map,
+	// or nothing (built in order by jsonObject)
+	objs     []string
+	ends     []int
 	prepared []prepared
-	errAt    int // the first object that did not parse, or -1
-	err      error
+	clean    bool // every byte read: objects, each followed by a ','
 	done     chan struct{}
 }
 
-// reset empties a batch the builder is done with, for use again.
-func (bt *jsonBatch) reset() {
-	clear(bt.objs)
-	clear(bt.prepared) // drop what the builder took
-	bt.objs, bt.ends, bt.prepared = bt.objs[:0], bt.ends[:0], bt.prepared[:0]
-	bt.err = nil
+// Segments and parsers are reused from read to read: a segment's arrays
+// and a parser's tape are big, and fresh ones cost memory to clear and
+// to collect.
+var (
+	jsonSegments = sync.Pool{New: func() any {
+		// room for objects of 1 KiB (a rule with a map of endpoints):
+		// smaller ones grow it once or twice
+		n := jsonSegmentMin>>9 + 16
+		return &jsonSegment{objs: make([]string, 0, n), ends: make([]int, 0, n), prepared: make([]prepared, 0, n)}
+	}}
+	jsonParsers = sync.Pool{New: func() any { return &jsonParser{} }}
+)
+
+// putParser returns a parser to the pool, without the strings of the
+// input its tape points into.
+func putParser(p *jsonParser) {
+	clear(p.tape[:cap(p.tape)])
+	p.s, p.err = "", nil
+	jsonParsers.Put(p)
 }
 
-// framerEnd is how the framing goroutine stopped.
-type framerEnd struct {
-	count      int   // objects framed and handed on
-	closed     bool  // at the array's ']'
-	commaTaken bool  // the ',' before object count is consumed
-	err        error // a stream error, or nil: the rest is read one at a time
+// reset empties a segment the builder is done with, for use again.
+func (sg *jsonSegment) reset() {
+	clear(sg.objs)
+	clear(sg.prepared) // drop what the builder took
+	sg.objs, sg.ends, sg.prepared = sg.objs[:0], sg.ends[:0], sg.prepared[:0]
+	sg.text, sg.clean = "", false
 }
 
-// jsonArrayParallel reads the array's objects in batches (see above).
-// Unless done, the rest of the array is to be read one object at a time
-// from st, starting with object end.count.
-func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (end framerEnd, done bool, err error) {
+// arrayEnd is how the parallel reader stopped: unless done, the rest of
+// the array is to be read one object at a time from st, starting with
+// object count, whose ',' is consumed when commaTaken.
+type arrayEnd struct {
+	count      int
+	commaTaken bool
+	segments   int  // segments read in parallel
+	rewound    bool // a segment did not end cleanly
+}
+
+// jsonArrayParallel reads the array's objects in segments (see above).
+func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (end arrayEnd, err error) {
 	workers := runtime.GOMAXPROCS(0)
-	work := make(chan *jsonBatch, workers)
-	order := make(chan *jsonBatch, 2*workers)
-	// batches the builder is done with, for the framer to fill again (a
-	// batch's arrays are big: reused, they cost no fresh memory)
-	free := make(chan *jsonBatch, 4*workers)
+	work := make(chan *jsonSegment, workers)
+	order := make(chan *jsonSegment, 2*workers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // the framer: st is its own until order is closed
+	go func() { // the cutter: st is its own until order is closed
 		defer wg.Done()
 		defer close(order)
 		defer close(work)
-		end = frameBatches(st, work, order, free, stop)
+		cutJSONSegments(st, work, order, stop)
 	}()
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var wp jsonParser
+			wp := jsonParsers.Get().(*jsonParser)
+			defer putParser(wp)
 			wr := &renderer{}
-			for bt := range work {
-				prepareBatch(bt, &wp, wr)
-				close(bt.done)
+			for sg := range work {
+				parseJSONSegment(sg, wp, wr)
+				close(sg.done)
 			}
 		}()
 	}
-	// On an error the builder stops: the framer and workers are told to
-	// stop and waited for, so nothing outlives the call.
-	defer func() {
+	// However the builder stops, the cutter and workers are told to stop
+	// and waited for, so nothing outlives the call.
+	stopped := false
+	halt := func() []*jsonSegment {
+		if stopped {
+			return nil
+		}
+		stopped = true
 		close(stop)
-		for bt := range order {
-			<-bt.done
+		var rest []*jsonSegment
+		for sg := range order {
+			<-sg.done
+			rest = append(rest, sg)
 		}
 		wg.Wait()
-	}()
-	for bt := range order {
-		<-bt.done
-		for k, raw := range bt.objs {
-			i := bt.first + k
-			if bt.errAt == k {
-				return end, true, fmt.Errorf("nft JSON: offset %d: %w", bt.ends[k], fmt.Errorf("object %d: %w", i, bt.err))
-			}
-			if b.addPrepared(&bt.prepared[k], i) {
+		return rest
+	}
+	defer halt()
+	for sg := range order {
+		<-sg.done
+		end.segments++
+		for k, raw := range sg.objs {
+			i := end.count
+			end.count++
+			if b.addPrepared(&sg.prepared[k], i) {
 				continue
 			}
 			v, perr := p.parse(raw)
-			if perr != nil {
-				return end, true, fmt.Errorf("nft JSON: offset %d: %w", bt.ends[k], fmt.Errorf("object %d: %w", i, perr))
+			if perr != nil { // parsed by the worker: cannot happen
+				return end, fmt.Errorf("nft JSON: offset %d: %w", sg.base+int64(sg.ends[k]), fmt.Errorf("object %d: %w", i, perr))
 			}
 			b.jsonObject(v, w, i)
 		}
-		bt.reset()
-		select {
-		case free <- bt:
-		default:
+		if !sg.clean {
+			// the rest from sg's first object not read: it, what was cut
+			// after it, and what st has not handed out yet
+			from := 0
+			if n := len(sg.ends); n > 0 {
+				from = sg.ends[n-1]
+			}
+			end.commaTaken = len(sg.objs) == 0 && end.count > 0
+			rest := halt()
+			st.rewind(sg, from, rest)
+			end.rewound = true
+			return end, nil
 		}
+		end.commaTaken = end.count > 0 // a clean segment ends after a ','
+		sg.reset()
+		jsonSegments.Put(sg)
 	}
+	// the cutter stopped before a segment it could not cut (at the end of
+	// the input, or of a read error): st is at the last cut
 	wg.Wait()
-	if end.err != nil {
-		return end, true, st.wrap(end.err)
-	}
-	return end, end.closed, nil
+	return end, nil
 }
 
-// frameBatches frames the array's objects into batches, handing each to
-// the workers and, in order, to the builder. It stops before anything it
-// cannot frame as an object (leaving st there), at the closing ']', or
-// when told to.
-func frameBatches(st *jsonStream, work, order chan<- *jsonBatch, free <-chan *jsonBatch, stop <-chan struct{}) framerEnd {
-	i := 0
-	var bt *jsonBatch
-	size := 0
-	send := func() bool {
-		if bt == nil {
-			return true
-		}
-		select {
-		case order <- bt:
-		case <-stop:
-			return false
-		}
-		select {
-		case work <- bt:
-		case <-stop:
-			close(bt.done) // never prepared; the builder has stopped
-			return false
-		}
-		bt, size = nil, 0
-		return true
+// rewind puts st back at offset from of segment sg, with the segments cut
+// after it (in order) and what st holds after them still to be read.
+func (st *jsonStream) rewind(sg *jsonSegment, from int, after []*jsonSegment) {
+	n := len(sg.text) - from + len(st.buf) - st.pos
+	for _, s := range after {
+		n += len(s.text)
 	}
+	buf := make([]byte, 0, n+jsonReadSize)
+	buf = append(buf, sg.text[from:]...)
+	for _, s := range after {
+		buf = append(buf, s.text...)
+	}
+	buf = append(buf, st.buf[st.pos:]...)
+	st.buf, st.pos, st.base = buf, 0, sg.base+int64(from)
+}
+
+// cutJSONSegments cuts the array into segments, handing each to the workers
+// and, in order, to the builder. It stops where it finds no cut before
+// the input ends (st is left at the last cut), or when told to.
+func cutJSONSegments(st *jsonStream, work, order chan<- *jsonSegment, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
-			return framerEnd{count: i}
+			return
 		default:
 		}
-		c, err := st.peek()
-		if err != nil {
-			send()
-			return framerEnd{count: i, err: err}
+		// bytes read past the last cut, at least the segment's worth
+		for len(st.buf)-st.pos <= jsonSegmentMin && st.fill(st.pos) {
 		}
-		if c == ']' {
-			st.pos++
-			send()
-			return framerEnd{count: i, closed: true}
-		}
-		if i > 0 {
-			if c != ',' {
-				send()
-				return framerEnd{count: i}
+		cut, searched := -1, jsonSegmentMin
+		for len(st.buf)-st.pos > jsonSegmentMin && len(st.buf)-st.pos <= jsonCutLookMax {
+			avail := st.buf[st.pos:]
+			if cut = lastCut(avail, searched); cut >= 0 {
+				break
 			}
-			st.pos++
-			if c, err = st.peek(); err != nil || c != '{' {
-				send()
-				return framerEnd{count: i, commaTaken: true}
+			// no cut in what is read (an object bigger than that): read
+			// on, and look only at what is new, a cut's length before it
+			searched = max(jsonSegmentMin, len(avail)-32)
+			if !st.fill(st.pos) {
+				break
 			}
-		} else if c != '{' {
-			return framerEnd{count: i}
 		}
-		obj, err := st.frame()
-		if err != nil || obj == "" {
-			// nothing framed, st is at the object: the one-at-a-time
-			// reader goes on from it and reports what is wrong
-			send()
-			return framerEnd{count: i, commaTaken: i > 0}
+		if cut < 0 {
+			return
 		}
-		if bt == nil {
-			select {
-			case bt = <-free:
-			default:
-				bt = &jsonBatch{}
-			}
-			bt.first, bt.errAt, bt.done = i, -1, make(chan struct{})
+		sg := jsonSegments.Get().(*jsonSegment)
+		sg.text = unsafe.String(&st.buf[st.pos], cut)
+		sg.base = st.base + int64(st.pos)
+		sg.done = make(chan struct{})
+		select {
+		case order <- sg:
+		case <-stop:
+			return // st is still at the segment not handed on
 		}
-		bt.objs = append(bt.objs, obj)
-		bt.ends = append(bt.ends, st.base+int64(st.pos))
-		size += len(obj)
-		i++
-		if len(bt.objs) >= batchObjects || size >= batchBytes {
-			if !send() {
-				return framerEnd{count: i}
-			}
+		st.pos += cut
+		select {
+		case work <- sg:
+		case <-stop:
+			close(sg.done) // never parsed; the builder has stopped
+			return
 		}
 	}
 }
 
-// prepareBatch parses a batch's rules, chains, sets and maps, and renders
-// the rules.
-func prepareBatch(bt *jsonBatch, p *jsonParser, w *renderer) {
-	if cap(bt.prepared) >= len(bt.objs) {
-		bt.prepared = bt.prepared[:len(bt.objs)] // cleared by reset
-	} else {
-		bt.prepared = make([]prepared, len(bt.objs))
-	}
-	for k, raw := range bt.objs {
-		kind := firstKey(raw)
-		if kind != "rule" && kind != "set" && kind != "map" && kind != "chain" {
-			continue // parsed once, in order, by jsonObject
+// cutKinds are the kinds of object a cut may be put before: those a big
+// listing is made of, and whose names no expression has, so that a cut
+// falls inside an object only where a string holds such text.
+var cutKinds = []string{"rule", "chain"}
+
+// lastCut returns the offset in b, at least from, of the last place that
+// looks like the start of an array element: `{"<kind>":` after a ',', white
+// space aside; -1 when there is none. It is a guess, proven by the parse.
+func lastCut(b []byte, from int) int {
+	for end := len(b); end > from; {
+		i := bytes.LastIndexByte(b[from:end], '{')
+		if i < 0 {
+			return -1
 		}
-		o, err := p.parse(raw)
+		i += from
+		end = i
+		if i+1 < len(b) && b[i+1] == '"' && looksLikeElement(b, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// looksLikeElement reports whether b[i:] starts `{"<kind>"` followed by
+// ':', after a ',' (white space aside).
+func looksLikeElement(b []byte, i int) bool {
+	j := i - 1
+	for j >= 0 && isJSONSpace(b[j]) {
+		j--
+	}
+	if j < 0 || b[j] != ',' {
+		return false
+	}
+	rest := b[i+2:]
+	q := bytes.IndexByte(rest[:min(len(rest), 16)], '"')
+	if q < 0 {
+		return false
+	}
+	word := unsafe.String(unsafe.SliceData(rest), q)
+	known := false
+	for _, k := range cutKinds {
+		if word == k {
+			known = true
+			break
+		}
+	}
+	if !known {
+		return false
+	}
+	k := q + 1
+	for k < len(rest) && isJSONSpace(rest[k]) {
+		k++
+	}
+	return k < len(rest) && rest[k] == ':'
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// parseJSONSegment parses a segment's objects one after the other from its
+// start, preparing its rules, chains, sets and maps and rendering the
+// rules, until it ends or holds something else than objects separated by
+// commas.
+func parseJSONSegment(sg *jsonSegment, p *jsonParser, w *renderer) {
+	s := sg.text
+	pos := 0
+	for pos < len(s) && isJSONSpace(s[pos]) {
+		pos++ // before the array's first object
+	}
+	for pos < len(s) && s[pos] == '{' {
+		kind := firstKey(s[pos:])
+		if (kind == "set" || kind == "map" || kind == "element") && len(s)-pos >= bigJSONObject {
+			// perhaps thousands of elements: the tape sized once for the
+			// rest of the segment (which holds the whole object)
+			p.sizeTape(s[pos:])
+		}
+		v, n, _, err := p.parsePrefix(s[pos:])
 		if err != nil {
-			bt.errAt, bt.err = k, err
+			return // short (a cut inside it) or bad: read one at a time
+		}
+		raw := s[pos : pos+n]
+		pos += n
+		sg.objs = append(sg.objs, raw)
+		sg.ends = append(sg.ends, pos)
+		var pr prepared
+		if kind == "rule" || kind == "set" || kind == "map" || kind == "chain" {
+			// kind 0 when it lacks a name or table: jsonObject warns, in order
+			pr = prepareObject(kind, v.kid(0), w)
+		}
+		sg.prepared = append(sg.prepared, pr)
+		for pos < len(s) && isJSONSpace(s[pos]) {
+			pos++
+		}
+		if pos >= len(s) || s[pos] != ',' {
 			return
 		}
-		// kind 0 when it lacks a name or table: jsonObject warns, in order
-		bt.prepared[k] = prepareObject(kind, o.kid(0), w)
+		pos++
+		for pos < len(s) && isJSONSpace(s[pos]) {
+			pos++
+		}
+		if pos == len(s) {
+			sg.clean = true
+			return
+		}
 	}
 }
 

@@ -13,10 +13,15 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
-// parseBothWays parses data with the batched reader and with the
-// one-at-a-time reader.
+// parseBothWays parses data with the parallel reader and with the
+// one-at-a-time reader; the parallel reader cuts at every object it can
+// when the segments of its usual size would give the same result.
 func parseBothWays(data []byte) (batched, alone *inspect.Ruleset, errB, errA error) {
 	batched, errB = ParseJSON(bytes.NewReader(data), "in")
+	small, errS := withSegmentMin(1, func() (*inspect.Ruleset, error) { return ParseJSON(bytes.NewReader(data), "in") })
+	if fmt.Sprint(errS) != fmt.Sprint(errB) || !reflect.DeepEqual(indexed(small), indexed(batched)) {
+		batched, errB = small, fmt.Errorf("cut at every object: %v", errS)
+	}
 	jsonPipeline = false
 	defer func() { jsonPipeline = true }()
 	alone, errA = ParseJSON(bytes.NewReader(data), "in")
@@ -82,11 +87,19 @@ func TestJSONBatchesAgree(t *testing.T) {
 	}
 }
 
-// A big array parsed in batches keeps every rule in its chain and order.
+// withSegmentMin runs parse with segments of at least min bytes.
+func withSegmentMin(min int, parse func() (*inspect.Ruleset, error)) (*inspect.Ruleset, error) {
+	old := jsonSegmentMin
+	jsonSegmentMin = min
+	defer func() { jsonSegmentMin = old }()
+	return parse()
+}
+
+// A big array parsed in segments keeps every rule in its chain and order.
 func TestJSONBatchesKeepOrder(t *testing.T) {
 	var sb strings.Builder
 	sb.WriteString(`{"nftables": [{"table": {"family": "ip", "name": "t"}}, {"chain": {"family": "ip", "table": "t", "name": "c"}}`)
-	const n = 3 * batchObjects
+	const n = 10000
 	for i := range n {
 		fmt.Fprintf(&sb, `, {"rule": {"family": "ip", "table": "t", "chain": "c", "handle": %d, "expr": [{"jump": {"target": "j%d"}}]}}`, i+10, i)
 	}
@@ -147,5 +160,135 @@ func TestJSONShortReads(t *testing.T) {
 	p := allocated(func() io.Reader { return pipeReader{bytes.NewReader(data)} })
 	if float64(p) > 1.25*float64(w) {
 		t.Errorf("read through a pipe, the parse of %d bytes allocated %d bytes, against %d read whole", len(data), p, w)
+	}
+}
+
+// readArray reads the "nftables" array of data with the parallel reader
+// alone: how it ended, and the objects read in all.
+func readArray(t *testing.T, data []byte) (arrayEnd, *builder) {
+	t.Helper()
+	st := &jsonStream{r: bytes.NewReader(data)}
+	if !st.fill(0) {
+		t.Fatal("no input")
+	}
+	st.pos = bytes.IndexByte(st.buf, '[') + 1
+	b := newNFTBuilder("in", inspect.FormatNFTJSON)
+	end, err := jsonArrayParallel(st, &jsonParser{}, b, &renderer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end, b
+}
+
+// The cuts of nft's own listings are all proven: the segments end where
+// the next one starts, and nothing is read again one object at a time
+// but the last segment's worth.
+func TestJSONCutsProven(t *testing.T) {
+	for _, shape := range []genShape{shape137, shape135, shapeIPTablesNFT} {
+		var buf bytes.Buffer
+		genJSON(&buf, shape, 1000, 20)
+		data := buf.Bytes()
+		objects := bytes.Count(data, []byte(`}}, {"`)) + 1
+		end, _ := readArray(t, data)
+		if end.rewound || end.segments < len(data)/(2*jsonReadSize) || !end.commaTaken || end.count < objects-objects/(end.segments) {
+			t.Errorf("%s: %d bytes, %d objects: %+v", shape, len(data), objects, end)
+		}
+	}
+}
+
+// splitReader returns data in pieces that end at the offsets in at.
+type splitReader struct {
+	data []byte
+	pos  int
+	at   []int
+}
+
+func (r *splitReader) Read(b []byte) (int, error) {
+	if r.pos >= len(r.data) {
+		return 0, io.EOF
+	}
+	end := len(r.data)
+	for len(r.at) > 0 && r.at[0] <= r.pos {
+		r.at = r.at[1:]
+	}
+	if len(r.at) > 0 {
+		end = r.at[0]
+	}
+	n := copy(b, r.data[r.pos:end])
+	r.pos += n
+	return n, nil
+}
+
+// A JSON string cannot hold a cut (its '"' would end it), but another
+// container can: an object's start nested in an array, where nft writes
+// none. The segment before such a cut does not end there, and the rest is
+// read one object at a time: the same ruleset, and the same warnings, as
+// the one-at-a-time reader.
+func TestJSONFalseCuts(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(`{"nftables": [{"table": {"family": "ip", "name": "t"}}, {"chain": {"family": "ip", "table": "t", "name": "c"}}`)
+	var at []int
+	for i := range 2000 {
+		nested := ""
+		if i%500 == 250 {
+			nested = `, "x": [0, {"rule": {"chain": "c"}}, {"rule": {`
+			at = append(at, sb.Len()+len(`, {"rule": {"family": "ip", "table": "t", "chain": "c"`)+len(nested))
+			nested += `}}]`
+		}
+		fmt.Fprintf(&sb, `, {"rule": {"family": "ip", "table": "t", "chain": "c"%s, "handle": %d, "expr": [{"jump": {"target": "j%d"}}]}}`, nested, i+10, i)
+	}
+	sb.WriteString("]}")
+	data := []byte(sb.String())
+	var end arrayEnd
+	var got *inspect.Ruleset
+	withSegmentMin(1, func() (*inspect.Ruleset, error) {
+		st := &jsonStream{r: &splitReader{data: data, at: at}}
+		for len(st.buf) < len(`{"nftables": [`) && st.fill(0) {
+		}
+		st.pos = len(`{"nftables": [`)
+		b := newNFTBuilder("in", inspect.FormatNFTJSON)
+		var err error
+		if end, err = jsonArrayParallel(st, &jsonParser{}, b, &renderer{}); err != nil {
+			t.Fatal(err)
+		}
+		got = b.finish()
+		return nil, nil
+	})
+	if !end.rewound || end.count < 250 || end.count > 260 || end.commaTaken {
+		t.Errorf("%+v: the false cut in rule 250 was not found out", end)
+	}
+	if got.Dumps[0].Rules != 250 {
+		t.Errorf("%d rules read before the false cut, want 250 (rule 250 holds it)", got.Dumps[0].Rules)
+	}
+	sameParse(t, "nested cuts", data)
+	rs, err := ParseJSON(&splitReader{data: data, at: at}, "in")
+	if err != nil || rs.Dumps[0].Rules != 2000 || len(rs.NFTables[0].Chain("c").Rules) != 2000 {
+		t.Errorf("read in the pieces that end at false cuts: %v, %+v", err, rs.Dumps)
+	}
+}
+
+func TestJSONLastCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int // offset of the cut, -1 for none
+	}{
+		{`{"a": 1}, {"rule": {"family": "ip"}}`, 10},
+		{`{"a": 1},{"chain":{}}`, 9},
+		{"{\"a\": 1}\n ,\n  {\n\"rule\"  : {}}", -1}, // white space inside the brace: not the kind nft writes
+		{"{\"a\": 1}\n ,\n  {\"rule\"\n: {}}", 14},
+		{`{"a": 1}, {"rule": 1}, {"chain": 2}`, 23}, // the last one
+		{`{"a": {"rule": {}}}`, -1},                 // after a ':'
+		{`[{"match": 1}, {"counter": 2}]`, -1},      // not a kind a cut goes before
+		{`{"a": 1}, {"rulez": {}}`, -1},
+		{`{"a": 1}, {"rule"`, -1}, // the ':' not read yet
+		{`, {"rule": 1}`, 2},
+		{`{"rule": 1}`, -1}, // no ',' before it
+	} {
+		if got := lastCut([]byte(tc.in), 0); got != tc.want {
+			t.Errorf("lastCut(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+	if got := lastCut([]byte(`{"a": 1}, {"rule": 1}, {"chain": 2}`), 24); got != -1 {
+		t.Errorf("a cut before from: %d", got)
 	}
 }
