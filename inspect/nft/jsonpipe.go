@@ -43,12 +43,12 @@ const jsonCutLookMax = 32 << 20
 type jsonSegment struct {
 	text string // the segment's bytes, in place in a read buffer
 	base int64  // input offset of text[0]
-	// set by the worker: the objects parsed whole, in order, each with
-	// its end in text, and for each a prepared rule, chain, set or map,
-	// or nothing (built in order by jsonObject)
+	// set by the worker: the objects parsed whole, in order, and for
+	// each a prepared rule, chain, set or map, or nothing (built in order
+	// by jsonObject); read is the offset in text after the last of them
 	objs     []string
-	ends     []int
 	prepared []prepared
+	read     int
 	clean    bool // every byte read: objects, each followed by a ','
 	done     chan struct{}
 }
@@ -61,7 +61,7 @@ var (
 		// room for objects of 1 KiB (a rule with a map of endpoints):
 		// smaller ones grow it once or twice
 		n := jsonSegmentMin>>9 + 16
-		return &jsonSegment{objs: make([]string, 0, n), ends: make([]int, 0, n), prepared: make([]prepared, 0, n)}
+		return &jsonSegment{objs: make([]string, 0, n), prepared: make([]prepared, 0, n)}
 	}}
 	jsonParsers = sync.Pool{New: func() any { return &jsonParser{} }}
 )
@@ -78,13 +78,13 @@ func putParser(p *jsonParser) {
 func (sg *jsonSegment) reset() {
 	clear(sg.objs)
 	clear(sg.prepared) // drop what the builder took
-	sg.objs, sg.ends, sg.prepared = sg.objs[:0], sg.ends[:0], sg.prepared[:0]
-	sg.text, sg.clean = "", false
+	sg.objs, sg.prepared = sg.objs[:0], sg.prepared[:0]
+	sg.text, sg.read, sg.clean = "", 0, false
 }
 
-// arrayEnd is how the parallel reader stopped: unless done, the rest of
-// the array is to be read one object at a time from st, starting with
-// object count, whose ',' is consumed when commaTaken.
+// arrayEnd is how the parallel reader stopped: the rest of the array is
+// to be read one object at a time from st, starting with object count,
+// whose ',' is consumed when commaTaken.
 type arrayEnd struct {
 	count      int
 	commaTaken bool
@@ -148,20 +148,16 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 			}
 			v, perr := p.parse(raw)
 			if perr != nil { // parsed by the worker: cannot happen
-				return end, fmt.Errorf("nft JSON: offset %d: %w", sg.base+int64(sg.ends[k]), fmt.Errorf("object %d: %w", i, perr))
+				return end, fmt.Errorf("nft JSON: offset %d: %w", sg.base, fmt.Errorf("object %d: %w", i, perr))
 			}
 			b.jsonObject(v, w, i)
 		}
 		if !sg.clean {
 			// the rest from sg's first object not read: it, what was cut
 			// after it, and what st has not handed out yet
-			from := 0
-			if n := len(sg.ends); n > 0 {
-				from = sg.ends[n-1]
-			}
 			end.commaTaken = len(sg.objs) == 0 && end.count > 0
 			rest := halt()
-			st.rewind(sg, from, rest)
+			st.rewind(sg, sg.read, rest)
 			end.rewound = true
 			return end, nil
 		}
@@ -321,7 +317,7 @@ func parseJSONSegment(sg *jsonSegment, p *jsonParser, w *renderer) {
 		raw := s[pos : pos+n]
 		pos += n
 		sg.objs = append(sg.objs, raw)
-		sg.ends = append(sg.ends, pos)
+		sg.read = pos
 		var pr prepared
 		if kind == "rule" || kind == "set" || kind == "map" || kind == "chain" {
 			// kind 0 when it lacks a name or table: jsonObject warns, in order
