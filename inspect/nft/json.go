@@ -474,7 +474,7 @@ func parseNFTJSON(r io.Reader, b *builder) error {
 	return nil
 }
 
-// jsonPipeline reads big arrays in batches on every core (jsonpipe.go);
+// jsonPipeline reads big arrays in segments on every core (jsonpipe.go);
 // tests turn it off to compare with the one-at-a-time reader.
 var jsonPipeline = true
 
@@ -851,7 +851,7 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 }
 
 // prepared is an object of a kind the builder adds from what it read
-// (on a worker, for the batched reader): a rule, chain, set or map.
+// (on a worker, for the parallel reader): a rule, chain, set or map.
 type prepared struct {
 	kind  byte // 0: not prepared (no name or table), 'r' a rule, 's' a set or map, 'c' a chain
 	rule  preparedRule

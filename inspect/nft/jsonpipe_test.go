@@ -14,11 +14,19 @@ import (
 )
 
 // parseBothWays parses data with the parallel reader and with the
-// one-at-a-time reader; the parallel reader cuts at every object it can
-// when the segments of its usual size would give the same result.
+// one-at-a-time reader; the parallel reader, read in small pieces with
+// segments of a byte at least, which cuts before about every rule and
+// chain of a small input, must give what it gives with segments of its
+// usual size.
 func parseBothWays(data []byte) (batched, alone *inspect.Ruleset, errB, errA error) {
 	batched, errB = ParseJSON(bytes.NewReader(data), "in")
-	small, errS := withSegmentMin(1, func() (*inspect.Ruleset, error) { return ParseJSON(bytes.NewReader(data), "in") })
+	small, errS := withSegmentMin(1, func() (*inspect.Ruleset, error) {
+		piece := 1 // a big input in pieces of 4 KiB: a cut every few objects, in bounded time
+		if len(data) > 16<<10 {
+			piece = 4 << 10
+		}
+		return ParseJSON(pieceReader{bytes.NewReader(data), piece}, "in")
+	})
 	if fmt.Sprint(errS) != fmt.Sprint(errB) || !reflect.DeepEqual(indexed(small), indexed(batched)) {
 		batched, errB = small, fmt.Errorf("cut at every object: %v", errS)
 	}
@@ -48,10 +56,10 @@ func sameResult(t *testing.T, what, fast string, got, want *inspect.Ruleset, err
 	}
 }
 
-// The batched reader reads what the one-at-a-time reader reads, on big
-// rulesets of every shape (many batches) and on them damaged: cut short
+// The parallel reader reads what the one-at-a-time reader reads, on big
+// rulesets of every shape (many segments) and on them damaged: cut short
 // anywhere, with a bad object, a bad handle or a missing comma in a later
-// batch, and with a non-object element.
+// segment, and with a non-object element.
 func TestJSONBatchesAgree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -124,6 +132,14 @@ func TestJSONBatchesKeepOrder(t *testing.T) {
 type pipeReader struct{ r *bytes.Reader }
 
 func (p pipeReader) Read(b []byte) (int, error) { return p.r.Read(b[:min(len(b), 64<<10)]) }
+
+// pieceReader hands out at most n bytes per Read.
+type pieceReader struct {
+	r *bytes.Reader
+	n int
+}
+
+func (p pieceReader) Read(b []byte) (int, error) { return p.r.Read(b[:min(len(b), p.n)]) }
 
 // Read in short pieces, the JSON reader gives the same result, and its
 // read buffers cost about the input's size, as when it is read whole
