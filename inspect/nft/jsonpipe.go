@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -237,7 +238,8 @@ func cutJSONSegments(st *jsonStream, work, order chan<- *jsonSegment, stop <-cha
 
 // cutKinds are the kinds of object a cut may be put before: those a big
 // listing is made of, and whose names no expression has, so that a cut
-// falls inside an object only where a string holds such text.
+// falls inside an object only where something nft does not write nests
+// such an object in it.
 var cutKinds = []string{"rule", "chain"}
 
 // lastCut returns the offset in b, at least from, of the last place that
@@ -273,15 +275,7 @@ func looksLikeElement(b []byte, i int) bool {
 	if q < 0 {
 		return false
 	}
-	word := unsafe.String(unsafe.SliceData(rest), q)
-	known := false
-	for _, k := range cutKinds {
-		if word == k {
-			known = true
-			break
-		}
-	}
-	if !known {
+	if !slices.Contains(cutKinds, unsafe.String(unsafe.SliceData(rest), q)) {
 		return false
 	}
 	k := q + 1
@@ -345,7 +339,7 @@ func parseJSONSegment(sg *jsonSegment, p *jsonParser, w *renderer) {
 // escapes): the kind jsonObject reads the object as.
 func firstKey(obj string) string {
 	i := 1
-	for i < len(obj) && (obj[i] == ' ' || obj[i] == '\t' || obj[i] == '\n' || obj[i] == '\r') {
+	for i < len(obj) && isJSONSpace(obj[i]) {
 		i++
 	}
 	if i >= len(obj) || obj[i] != '"' {

@@ -188,10 +188,13 @@ const unconfirmedCreateWait = 5 * time.Second
 func (c *Collector) deletePod(p *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	del := func() error {
+		return c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	}
+	err := del()
 	for waited := time.Duration(0); p.UID == "" && IsNotFound(err) && waited < unconfirmedCreateWait; waited += 200 * time.Millisecond {
 		time.Sleep(200 * time.Millisecond)
-		err = c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		err = del()
 	}
 	if IsNotFound(err) && p.UID == "" {
 		return nil // never created
