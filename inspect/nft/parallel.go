@@ -12,11 +12,14 @@ import (
 // parallelMin is the number of rules below which one goroutine does it.
 const parallelMin = 4096
 
+// minChunk is the fewest items forChunks hands a worker at a time.
+const minChunk = 256
+
 // forChunks calls fn(from, to) for consecutive chunks of [0, n), on up to
 // GOMAXPROCS goroutines at once, and returns when all are done. fn gets a
 // worker number (0 ≤ w < workers) for its scratch state.
 func forChunks(n int, fn func(w, from, to int)) {
-	runChunks(n, parallelMin, max(1024, n/(8*runtime.GOMAXPROCS(0))), fn)
+	runChunks(n, parallelMin, max(minChunk, (n+8*runtime.GOMAXPROCS(0)-1)/(8*runtime.GOMAXPROCS(0))), fn)
 }
 
 // runChunks is forChunks with chunks of chunk items, on one goroutine
