@@ -195,6 +195,14 @@ func (sc *ruleScratch) readBody(s string, open int) (int, bool) {
 		return true
 	}
 	for i := open + 1; i < len(s); {
+		if nk == 0 && inKey && cur.nv == 0 && s[i]-'0' < 10 && !sc.wordsOnly {
+			// at an entry's start: nft's own spelling of it, read at once
+			if e, end, ok := canonicalEntry(s, i); ok {
+				sc.bodies = append(sc.bodies, e)
+				i = end
+				continue
+			}
+		}
 		switch tokenClass[s[i]] {
 		case 1:
 			i++
@@ -229,6 +237,62 @@ func (sc *ruleScratch) readBody(s string, open int) (int, bool) {
 	return giveUp() // no closing brace
 }
 
+// canonicalEntry reads the map body entry at s[i] when it is spelt as nft
+// lists kube-proxy's: `K : A . P` (K decimal digits, single spaces), then
+// a ',' that ends P's word or a '}' after white space. It returns the
+// entry readBody's word path would record, and where that path would go
+// on: after the ',' or at the '}'. ok is false, with nothing read, on any
+// other spelling: readBody then reads the entry word by word.
+func canonicalEntry(s string, i int) (e bodyEntry, end int, ok bool) {
+	k := i
+	for k < len(s) && s[k]-'0' < 10 {
+		k++
+	}
+	if k+3 > len(s) || s[k:k+3] != " : " {
+		return e, 0, false
+	}
+	e.key = token{int32(i), int32(k)}
+	a0 := k + 3
+	a1 := wordEnd(s, a0)
+	if a1 == a0 || s[a1-1] == ',' || !plainValue(s[a0:a1]) || a1+3 > len(s) || s[a1:a1+3] != " . " {
+		return e, 0, false
+	}
+	p0 := a1 + 3
+	p1 := wordEnd(s, p0)
+	end = p1 // (a quote there: readBody gives up at it)
+	if p1 > p0 && s[p1-1] == ',' {
+		p1-- // the ',' ends the entry
+	} else {
+		for end < len(s) && tokenClass[s[end]] == 1 {
+			end++
+		}
+		if end == len(s) || s[end] != '}' {
+			return e, 0, false
+		}
+	}
+	if p1 == p0 || !plainValue(s[p0:p1]) {
+		return e, 0, false
+	}
+	e.vals = [3]token{{int32(a0), int32(a1)}, {int32(a1 + 1), int32(a1 + 2)}, {int32(p0), int32(p1)}}
+	e.nv = 3
+	return e, end, true
+}
+
+// wordEnd is the end of the word that starts at s[i] (i itself when
+// none does).
+func wordEnd(s string, i int) int {
+	for i < len(s) && tokenClass[s[i]] == 0 {
+		i++
+	}
+	return i
+}
+
+// plainValue reports whether readBody's word path takes the word w as a
+// value word: no set reference, no word the analyzer acts on.
+func plainValue(w string) bool {
+	return w[0] != '@' && !bodyKeyword(w)
+}
+
 // unquote removes surrounding double quotes from a token, if any.
 func unquote(s string) string {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
@@ -242,12 +306,32 @@ func unquote(s string) string {
 
 // parseNFTUint parses a decimal or 0x-prefixed hexadecimal number.
 func parseNFTUint(s string) (uint64, bool) {
+	if v, ok := shortDecimal(s); ok {
+		return v, true // most numbers: no call into strconv
+	}
 	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
 		v, err := strconv.ParseUint(s[2:], 16, 64)
 		return v, err == nil
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	return v, err == nil
+}
+
+// shortDecimal parses s when it is 1 to 19 decimal digits (any such
+// number fits in a uint64).
+func shortDecimal(s string) (uint64, bool) {
+	if len(s) == 0 || len(s) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		v = v*10 + uint64(d)
+	}
+	return v, true
 }
 
 func parseNFTUint32(s string) (uint32, bool) {
@@ -316,6 +400,8 @@ type ruleScratch struct {
 	numgen []string  // NumgenTargets being filled
 	strs   []string  // block of list elements; never appended past its cap
 	text   textBlock // of DNAT destinations
+	// wordsOnly: readBody reads every entry word by word (tests compare)
+	wordsOnly bool
 }
 
 // numLists is how many lists of an NFTRuleInfo analyze fills through
@@ -682,14 +768,21 @@ func (a *analyzer) dnatBody(body []bodyEntry) bool {
 		if v, ok := parseNFTUint(a.str(e.key)); !ok || v != uint64(k) {
 			return false
 		}
-		size += hostPortLen(a.str(e.vals[0]), a.str(e.vals[2]))
+		size += len(a.str(e.vals[0])) + len(a.str(e.vals[2])) + 3 // ≥ hostPortLen
 	}
-	a.sc.text.room(size) // the destinations, one after the other
+	// The destinations, one after the other in the block: with room for
+	// all, no append below moves it.
+	tb := &a.sc.text
+	tb.room(size)
 	out := reserveStrings(&a.sc.strs, len(body))
+	b := tb.b
 	for k := range body {
 		e := &body[k]
-		out[k] = a.sc.hostPort(a.str(e.vals[0]), a.str(e.vals[2]))
+		from := len(b)
+		b = appendHostPort(b, a.str(e.vals[0]), a.str(e.vals[2]))
+		out[k] = unsafe.String(&b[from], len(b)-from) // never empty: it holds a ':'
 	}
+	tb.b = b
 	a.info.DNAT = out
 	a.dnatInBlock = true
 	return true
@@ -1182,26 +1275,19 @@ func needsNormalize(s string) bool {
 	if c := s[len(s)-1]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
 		return true
 	}
-	// Up to the first quote no state is needed (the last byte is no
-	// space, so s[i+1] exists after one). Most bytes are above '"': one
-	// comparison each.
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c > '"' {
-			continue
-		}
-		switch c {
-		case '"':
-			return needsNormalizeQuoted(s)
-		case '\t', '\r', '\n':
-			return true
-		case ' ':
-			if s[i+1] == ' ' {
-				return true
-			}
-		}
+	// Up to the first quote no state is needed: the stdlib's vectorised
+	// searches look for what would change (a byte-wise loop was 6% of a
+	// text parse). From the quote on, the scan keeps state; the quote
+	// resets it, so it starts afresh there.
+	plain, quoted := s, ""
+	if q := strings.IndexByte(s, '"'); q >= 0 {
+		plain, quoted = s[:q], s[q:]
 	}
-	return false
+	if strings.Contains(plain, "  ") || strings.IndexByte(plain, '\t') >= 0 ||
+		strings.IndexByte(plain, '\n') >= 0 || strings.IndexByte(plain, '\r') >= 0 {
+		return true
+	}
+	return quoted != "" && needsNormalizeQuoted(quoted)
 }
 
 // needsNormalizeQuoted is needsNormalize for text with quoted strings.

@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -192,6 +193,72 @@ func analyzePlain(text string) inspect.NFTRuleInfo {
 	return info
 }
 
+// readBodyBothWays reads the map body at every '{' of s (the first 16)
+// with nft's spelling of entries read at once and word by word, and
+// reports the first difference ("" when none).
+func readBodyBothWays(s string) string {
+	opens := 0
+	for i := 0; i < len(s) && opens < 16; i++ {
+		if s[i] != '{' {
+			continue
+		}
+		opens++
+		fast, words := new(ruleScratch), &ruleScratch{wordsOnly: true}
+		fe, fok := fast.readBody(s, i)
+		we, wok := words.readBody(s, i)
+		if fe != we || fok != wok || !slices.Equal(fast.bodies, words.bodies) || !slices.Equal(fast.spans, words.spans) {
+			return fmt.Sprintf("body at %d: at once %d %v %v, word by word %d %v %v", i, fe, fok, fast.bodies, we, wok, words.bodies)
+		}
+	}
+	return ""
+}
+
+// TestCanonicalEntries: entries in nft's spelling are read at once, into
+// what the word path reads; every other spelling is left to that path.
+func TestCanonicalEntries(t *testing.T) {
+	tests := []struct {
+		body string
+		fast int // entries read at once
+	}{
+		{"{ 0 : 10.180.0.4 . 80, 1 : 10.180.0.5 . 80 }", 2},
+		{"{ 0 : fd00::4 . 80, 1 : [fd00::5] . 80 }", 2},
+		{"{ 0 : 10.0.0.1 . 80 , 1 : 10.0.0.2 . 80 }", 1}, // ' , ': word by word
+		{"{ 0 : 10.0.0.1 . 80,}", 1},
+		{"{ 0 : 10.0.0.1 . 80 . 1, 1 : 10.0.0.2 . 80 }", 1},
+		{"{ 0 :  10.0.0.1 . 80 }", 0},
+		{"{ 0 : 10.0.0.1, . 80 }", 0},
+		{"{ 0 : 10.0.0.1 . ,}", 0},
+		{"{ 0 : 10.0.0.1 . 80\"x\" }", 0},
+		{"{ 0 : @set . 80 }", 0},
+		{"{ 0 : mark . 80 }", 0},
+		{"{ 0 : a . numgen }", 0},
+		{"{ 0 : a . 80 x }", 0},
+		{"{ 0x1 : a . 80 }", 0},
+		{"{ 0 : a . 80", 0},
+		{"{ 0 : a . 80,", 1},
+		{`{ 0 : a . 80,"x" }`, 1}, // readBody gives up at the quote either way
+		{"{ 00 : a . b:c, 1 : a . : }", 2},
+	}
+	for _, tt := range tests {
+		rule := "dnat ip to numgen random mod 2 map " + tt.body
+		if d := readBodyBothWays(rule); d != "" {
+			t.Errorf("%q: %s", tt.body, d)
+		}
+		n := 0
+		for i := 1; i < len(tt.body); i++ {
+			if _, _, ok := canonicalEntry(tt.body, i); ok && (tt.body[i-1] == ' ' || tt.body[i-1] == '{') {
+				n++
+			}
+		}
+		if n != tt.fast {
+			t.Errorf("%q: %d entries read at once, want %d", tt.body, n, tt.fast)
+		}
+		if want, got := analyzePlain(rule), analyzeRule(rule); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\n read ahead %+v\n token path %+v", rule, got, want)
+		}
+	}
+}
+
 // TestMapBodiesReadAhead: the bodies of the common shape are read ahead
 // (and a numgen DNAT map in kube-proxy's order straight into the block),
 // other bodies and analyses that look into one go the token way; the
@@ -256,6 +323,36 @@ func TestNFTTokens(t *testing.T) {
 	for _, tt := range tests {
 		if got := tokenize(tt.in); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("tokenize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestNeedsNormalize: white space to collapse is found before, between and
+// after quoted strings, and not inside them.
+func TestNeedsNormalize(t *testing.T) {
+	for in, want := range map[string]bool{
+		"meta l4proto tcp dnat to 10.1.2.3:80": false,
+		"meta l4proto  tcp":                    true,
+		"a\tb":                                 true,
+		"a\rb":                                 true,
+		"a\nb":                                 true,
+		"log prefix \"a  b\tc\" drop":          false,
+		"log  prefix \"a b\" drop":             true,
+		"log prefix \"a\" \"b\"  drop":         true,
+		"log prefix \"a\"  \"b\" drop":         true,
+		"log prefix \"a\" \"b\" drop":          false,
+		"a \"b\" c\td":                         true,
+		"\"only  quoted\"":                     false,
+		" lead":                                true,
+		"trail ":                               true,
+		"":                                     false,
+	} {
+		if got := needsNormalize(in); got != want {
+			t.Errorf("needsNormalize(%q) = %v, want %v", in, got, want)
+		}
+		var tb textBlock
+		if changes := tb.collapse(in) != in; changes != want {
+			t.Errorf("collapse(%q) changes it: %v, needsNormalize says %v", in, changes, want)
 		}
 	}
 }
@@ -327,6 +424,9 @@ func FuzzAnalyzeNFTRule(f *testing.F) {
 		info := analyzeRule(s)
 		if plain := analyzePlain(s); !reflect.DeepEqual(info, plain) {
 			t.Fatalf("%q: the map bodies read ahead give %+v, the token path %+v", s, info, plain)
+		}
+		if d := readBodyBothWays(s); d != "" {
+			t.Fatalf("%q: %s", s, d)
 		}
 		if info.Numgen < 0 {
 			t.Fatalf("negative numgen %d", info.Numgen)
