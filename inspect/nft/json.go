@@ -162,7 +162,7 @@ const bigJSONObject = 64 << 10
 type jsonParser struct {
 	s     string
 	i     int
-	depth int
+	stack []openValue // of value, kept for the next parse
 	// tape holds the values of the value being parsed; it lives only
 	// until the next parse, so it is reused
 	tape  []jsonValue
@@ -209,166 +209,202 @@ func (p *jsonParser) fail(what string) {
 // The value is valid until the next parse. (Its tape grows as it goes:
 // the size of the value is not known ahead.)
 func (p *jsonParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err error) {
-	p.s, p.i, p.depth, p.err, p.short = s, 0, 0, nil, false
+	p.s, p.i, p.err, p.short = s, 0, nil, false
 	// The last value's entries are overwritten, not cleared first: the
 	// strings left beyond the new value's end keep at most the read
 	// buffers of the values before alive, for as long as the parser.
 	p.tape = p.tape[:0]
-	p.value("")
+	p.value()
 	if p.err != nil {
 		return nil, p.i, p.short, p.err
 	}
 	return &p.tape[0], p.i, false, nil
 }
 
+// space skips white space. nft writes none inside an object, so the
+// first byte most often ends it; the loop works on locals, not on p.
 func (p *jsonParser) space() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
+	s, i := p.s, p.i
+	for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
+		i++
+	}
+	p.i = i
+}
+
+// openValue is a container being parsed: its tape entry, its members so
+// far, whether it is an object.
+type openValue struct {
+	at  int
+	n   int32
+	obj bool
+}
+
+// value parses the value at p.i onto the tape. It is one loop over
+// locals, with the open containers on a stack of its own: the recursive
+// descent it replaced spent a third of its time loading and storing the
+// parser's fields and calling itself. What it accepts and the errors it
+// gives (message and offset) are the recursive descent's, kept in
+// jsonref_test.go to be compared with.
+func (p *jsonParser) value() {
+	s, i, tape := p.s, p.i, p.tape
+	stack := p.stack[:0]
+	key := ""
+	var what string // why it failed, at i
+	defer func() {
+		p.tape, p.stack = tape, stack[:0]
+		if what != "" {
+			p.i = i
+			p.fail(what)
 			return
 		}
-	}
-}
-
-// value parses the value at p.i onto the tape, as a member named key.
-func (p *jsonParser) value(key string) {
-	p.space()
-	if p.i >= len(p.s) {
-		p.fail("unexpected end")
-		return
-	}
-	c := p.s[p.i]
-	switch {
-	case c == '{' || c == '[':
-		p.container(c, key)
-		return
-	case c == '"':
-		s := p.string()
-		p.tape = append(p.tape, jsonValue{kind: 's', span: 1, key: key, str: s})
-		return
-	case c == 't':
-		p.literal("true", 't', key)
-		return
-	case c == 'f':
-		p.literal("false", 'f', key)
-		return
-	case c == 'n':
-		p.literal("null", 'z', key)
-		return
-	case c == '-' || c >= '0' && c <= '9':
-		j := p.i + 1
-		for j < len(p.s) {
-			d := p.s[j]
-			if d >= '0' && d <= '9' || d == '.' || d == 'e' || d == 'E' || d == '+' || d == '-' {
-				j++
-				continue
-			}
-			break
-		}
-		p.tape = append(p.tape, jsonValue{kind: '#', span: 1, key: key, str: p.s[p.i:j]})
-		p.i = j
-		return
-	}
-	p.fail("unexpected character")
-}
-
-func (p *jsonParser) literal(word string, kind byte, key string) {
-	if !strings.HasPrefix(p.s[p.i:], word) {
-		p.fail("bad literal")
-		return
-	}
-	p.i += len(word)
-	p.tape = append(p.tape, jsonValue{kind: kind, span: 1, key: key})
-}
-
-// container parses an object or an array: its entry, then its members
-// after it; span and n are set once they are all read.
-func (p *jsonParser) container(open byte, key string) {
-	if p.depth >= jsonMaxDepth {
-		p.fail("nesting too deep")
-		return
-	}
-	p.depth++
-	p.members(open, key)
-	p.depth--
-}
-
-// members parses the container opening at p.i.
-func (p *jsonParser) members(open byte, key string) {
-	isObj := open == '{'
-	closer, kind := byte(']'), byte('a')
-	if isObj {
-		closer, kind = '}', 'o'
-	}
-	at := len(p.tape)
-	p.tape = append(p.tape, jsonValue{kind: kind, key: key})
-	p.i++
-	n := int32(0)
-	p.space()
-	if p.i < len(p.s) && p.s[p.i] == closer {
-		p.i++
-		p.tape[at].span = 1
-		return
-	}
+		p.i = i
+	}()
 	for {
-		var name string
-		if isObj {
-			p.space()
-			if p.i >= len(p.s) || p.s[p.i] != '"' {
-				p.fail("expected a member name")
-				return
-			}
-			name = p.string()
-			p.space()
-			if p.i >= len(p.s) || p.s[p.i] != ':' {
-				p.fail("expected ':'")
-				return
-			}
-			p.i++
+		// a value, named key, at i
+		for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
+			i++
 		}
-		p.value(name)
-		if p.err != nil {
+		if i >= len(s) {
+			what = "unexpected end"
 			return
 		}
-		n++
-		p.space()
-		if p.i >= len(p.s) {
-			p.fail("unexpected end")
-			return
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
+		switch c := s[i]; {
+		case c == '{' || c == '[':
+			if len(stack) >= jsonMaxDepth {
+				what = "nesting too deep"
+				return
+			}
+			obj, closer, kind := c == '{', byte(']'), byte('a')
+			if obj {
+				closer, kind = '}', 'o'
+			}
+			stack = append(stack, openValue{at: len(tape), obj: obj})
+			tape = append(tape, jsonValue{kind: kind, key: key})
+			i++
+			for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
+				i++
+			}
+			if i < len(s) && s[i] == closer {
+				i++
+				tape[len(tape)-1].span = 1
+				stack = stack[:len(stack)-1]
+				break // an empty container: a value read
+			}
+			key = ""
+			if obj {
+				if key, i, what = memberName(s, i); what != "" {
+					return
+				}
+			}
 			continue
-		case closer:
-			p.i++
+		case c == '"':
+			var str string
+			if str, i, what = jsonString(s, i); what != "" {
+				return
+			}
+			tape = append(tape, jsonValue{kind: 's', span: 1, key: key, str: str})
+		case c == 't' || c == 'f' || c == 'n':
+			word, kind := "null", byte('z')
+			if c == 't' {
+				word, kind = "true", 't'
+			} else if c == 'f' {
+				word, kind = "false", 'f'
+			}
+			if !strings.HasPrefix(s[i:], word) {
+				what = "bad literal"
+				return
+			}
+			i += len(word)
+			tape = append(tape, jsonValue{kind: kind, span: 1, key: key})
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(s) && inNumber[s[j]] {
+				j++
+			}
+			tape = append(tape, jsonValue{kind: '#', span: 1, key: key, str: s[i:j]})
+			i = j
 		default:
-			p.fail("expected ',' or a closing bracket")
+			what = "unexpected character"
 			return
 		}
-		break
+		// a value read: it is the whole, or a member of the innermost
+		// open container, which goes on or closes (and is a value read)
+		for {
+			if len(stack) == 0 {
+				return
+			}
+			top := &stack[len(stack)-1]
+			top.n++
+			for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
+				i++
+			}
+			if i >= len(s) {
+				what = "unexpected end"
+				return
+			}
+			closer := byte(']')
+			if top.obj {
+				closer = '}'
+			}
+			if c := s[i]; c == ',' {
+				i++
+				key = ""
+				if top.obj {
+					if key, i, what = memberName(s, i); what != "" {
+						return
+					}
+				}
+				break
+			} else if c != closer {
+				what = "expected ',' or a closing bracket"
+				return
+			}
+			i++
+			if len(tape)-top.at > math.MaxInt32 {
+				what = "value too large"
+				return
+			}
+			tape[top.at].span = int32(len(tape) - top.at)
+			tape[top.at].n = top.n
+			stack = stack[:len(stack)-1]
+		}
 	}
-	if len(p.tape)-at > math.MaxInt32 {
-		p.fail("value too large")
-		return
-	}
-	p.tape[at].span = int32(len(p.tape) - at)
-	p.tape[at].n = n
 }
 
-// string reads a JSON string at p.s[p.i] == '"'. Without escapes it is a
-// substring of the input.
-func (p *jsonParser) string() string {
-	start := p.i + 1
+// memberName reads `"name":` at s[i] (after white space) and returns the
+// name and where the member's value starts, or why it failed and where.
+func memberName(s string, i int) (name string, next int, what string) {
+	for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
+		i++
+	}
+	if i >= len(s) || s[i] != '"' {
+		return "", i, "expected a member name"
+	}
+	if name, i, what = jsonString(s, i); what != "" {
+		return "", i, what
+	}
+	for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
+		i++
+	}
+	if i >= len(s) || s[i] != ':' {
+		return "", i, "expected ':'"
+	}
+	return name, i + 1, ""
+}
+
+// jsonString reads the JSON string at s[i] == '"' and returns it and the
+// offset after it, or why it failed and where: at the end of s when it
+// ends inside the string (which may go on past the data at hand). Without
+// escapes it is a substring of s.
+func jsonString(s string, i int) (str string, next int, what string) {
+	start := i + 1
 	j := start
-	esc := false
-	for j < len(p.s) && !inString[p.s[j]] {
+	for j < len(s) && !inString[s[j]] {
 		j++ // the plain part, in a tight loop
 	}
-	for j < len(p.s) {
-		c := p.s[j]
+	esc := false
+	for j < len(s) {
+		c := s[j]
 		if c == '"' {
 			break
 		}
@@ -379,21 +415,17 @@ func (p *jsonParser) string() string {
 		}
 		j++
 	}
-	if j >= len(p.s) {
-		p.i = len(p.s) // short: the string may go on past the data at hand
-		p.fail("unterminated string")
-		return ""
+	if j >= len(s) {
+		return "", len(s), "unterminated string"
 	}
-	p.i = j + 1
 	if !esc {
-		return p.s[start:j]
+		return s[start:j], j + 1, ""
 	}
 	var out string
-	if err := json.Unmarshal([]byte(p.s[start-1:j+1]), &out); err != nil {
-		p.fail("bad string escape")
-		return ""
+	if err := json.Unmarshal([]byte(s[start-1:j+1]), &out); err != nil {
+		return "", j + 1, "bad string escape"
 	}
-	return out
+	return out, j + 1, ""
 }
 
 // ParseJSON reads `nft -j list ruleset` (or `nft -j list table …`)
@@ -704,6 +736,10 @@ func (st *jsonStream) extent() (from, to int, err error) {
 var inString [256]bool
 
 func init() { inString['"'], inString['\\'] = true, true }
+
+// inNumber marks the bytes a number's text runs over.
+var inNumber = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true,
+	'7': true, '8': true, '9': true, '.': true, 'e': true, 'E': true, '+': true, '-': true}
 
 func (st *jsonStream) take(from, to int) []byte {
 	out := make([]byte, to-from)

@@ -1,0 +1,275 @@
+package nft
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// refJSONParser is the recursive descent jsonParser was before it became
+// one loop over locals: the reference the loop is compared with
+// (FuzzJSONParserAgainstRef).
+type refJSONParser struct {
+	s     string
+	i     int
+	depth int
+	tape  []jsonValue
+	err   error
+	short bool
+}
+
+func (p *refJSONParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err error) {
+	p.s, p.i, p.depth, p.err, p.short = s, 0, 0, nil, false
+	p.tape = p.tape[:0]
+	p.value("")
+	if p.err != nil {
+		return nil, p.i, p.short, p.err
+	}
+	return &p.tape[0], p.i, false, nil
+}
+
+func (p *refJSONParser) fail(what string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("offset %d: %s", p.i, what)
+		p.short = p.i >= len(p.s) || what == "bad literal" && len(p.s)-p.i < len("false")
+	}
+	p.i = len(p.s)
+}
+
+func (p *refJSONParser) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// value parses the value at p.i onto the tape, as a member named key.
+func (p *refJSONParser) value(key string) {
+	p.space()
+	if p.i >= len(p.s) {
+		p.fail("unexpected end")
+		return
+	}
+	c := p.s[p.i]
+	switch {
+	case c == '{' || c == '[':
+		p.container(c, key)
+		return
+	case c == '"':
+		s := p.string()
+		p.tape = append(p.tape, jsonValue{kind: 's', span: 1, key: key, str: s})
+		return
+	case c == 't':
+		p.literal("true", 't', key)
+		return
+	case c == 'f':
+		p.literal("false", 'f', key)
+		return
+	case c == 'n':
+		p.literal("null", 'z', key)
+		return
+	case c == '-' || c >= '0' && c <= '9':
+		s := p.s
+		j := p.i + 1
+		for j < len(s) && inNumber[s[j]] {
+			j++
+		}
+		p.tape = append(p.tape, jsonValue{kind: '#', span: 1, key: key, str: s[p.i:j]})
+		p.i = j
+		return
+	}
+	p.fail("unexpected character")
+}
+
+func (p *refJSONParser) literal(word string, kind byte, key string) {
+	if !strings.HasPrefix(p.s[p.i:], word) {
+		p.fail("bad literal")
+		return
+	}
+	p.i += len(word)
+	p.tape = append(p.tape, jsonValue{kind: kind, span: 1, key: key})
+}
+
+// container parses an object or an array: its entry, then its members
+// after it; span and n are set once they are all read.
+func (p *refJSONParser) container(open byte, key string) {
+	if p.depth >= jsonMaxDepth {
+		p.fail("nesting too deep")
+		return
+	}
+	p.depth++
+	p.members(open, key)
+	p.depth--
+}
+
+// members parses the container opening at p.i.
+func (p *refJSONParser) members(open byte, key string) {
+	isObj := open == '{'
+	closer, kind := byte(']'), byte('a')
+	if isObj {
+		closer, kind = '}', 'o'
+	}
+	at := len(p.tape)
+	p.tape = append(p.tape, jsonValue{kind: kind, key: key})
+	p.i++
+	n := int32(0)
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == closer {
+		p.i++
+		p.tape[at].span = 1
+		return
+	}
+	for {
+		var name string
+		if isObj {
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != '"' {
+				p.fail("expected a member name")
+				return
+			}
+			name = p.string()
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				p.fail("expected ':'")
+				return
+			}
+			p.i++
+		}
+		p.value(name)
+		if p.err != nil {
+			return
+		}
+		n++
+		p.space()
+		if p.i >= len(p.s) {
+			p.fail("unexpected end")
+			return
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+			continue
+		case closer:
+			p.i++
+		default:
+			p.fail("expected ',' or a closing bracket")
+			return
+		}
+		break
+	}
+	if len(p.tape)-at > math.MaxInt32 {
+		p.fail("value too large")
+		return
+	}
+	p.tape[at].span = int32(len(p.tape) - at)
+	p.tape[at].n = n
+}
+
+// string reads a JSON string at p.s[p.i] == '"'. Without escapes it is a
+// substring of the input.
+func (p *refJSONParser) string() string {
+	s := p.s
+	start := p.i + 1
+	j := start
+	esc := false
+	for j < len(s) && !inString[s[j]] {
+		j++ // the plain part, in a tight loop on locals
+	}
+	for j < len(s) {
+		c := s[j]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			esc = true
+			j += 2
+			continue
+		}
+		j++
+	}
+	if j >= len(p.s) {
+		p.i = len(p.s) // short: the string may go on past the data at hand
+		p.fail("unterminated string")
+		return ""
+	}
+	p.i = j + 1
+	if !esc {
+		return p.s[start:j]
+	}
+	var out string
+	if err := json.Unmarshal([]byte(p.s[start-1:j+1]), &out); err != nil {
+		p.fail("bad string escape")
+		return ""
+	}
+	return out
+}
+
+// FuzzJSONParserAgainstRef: the parser's loop takes what the recursive
+// descent takes, onto the same tape, and refuses what it refuses with the
+// same error at the same offset.
+func FuzzJSONParserAgainstRef(f *testing.F) {
+	for _, p := range seedFiles(f) {
+		if strings.HasSuffix(p, ".json") {
+			b := readAll(f, p)
+			f.Add(string(b))
+			f.Add(string(b[:len(b)/3]))
+		}
+	}
+	for _, s := range jsonParserCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if d := againstRef(s); d != "" {
+			t.Fatal(d)
+		}
+	})
+}
+
+// jsonParserCases are inputs good and bad at every place the parser can
+// fail.
+var jsonParserCases = []string{
+	`"a\"b\u00e9"`, `  -1.5e3 `, `{"a": [true, false, null]}`, `[]`, `{}`, "{\"k\":\r\n\t{\"x\":1}}",
+	"", "{", `{"a":`, `{"a" 1}`, `"\u12"`, `[1,]`, `[1 2]`, `tru`, `fals`, `nul`, `{1:2}`, `"abc`, `[1]x`, `@`,
+	`{"a":1,}`, `{"a":1 "b":2}`, `{"a":1,"b"`, `[[[]],[{}],{"x":[{"y":"z"}]}]`, `{"a\u0041":"\n"}`,
+	`{"a":"\q"}`, `[1,2`, `[`, `{"`, `{"a`, `{"a"`, `[-]`, `[1e5,-0.5,+1]`, `{ "a" : [ 1 , { } ] }`,
+	strings.Repeat("[", jsonMaxDepth) + strings.Repeat("]", jsonMaxDepth),
+	strings.Repeat("[", jsonMaxDepth+1) + strings.Repeat("]", jsonMaxDepth+1),
+	strings.Repeat(`{"a":`, 50) + "1" + strings.Repeat("}", 50),
+}
+
+// againstRef parses s with both parsers and reports the first difference
+// ("" when none).
+func againstRef(s string) string {
+	var p jsonParser
+	var ref refJSONParser
+	v, n, short, err := p.parsePrefix(s)
+	rv, rn, rshort, rerr := ref.parsePrefix(s)
+	if fmt.Sprint(err) != fmt.Sprint(rerr) || n != rn || short != rshort {
+		return fmt.Sprintf("%q: loop %v %d %v, recursive descent %v %d %v", s, err, n, short, rerr, rn, rshort)
+	}
+	if err == nil && !slices.Equal(v.subtree(), rv.subtree()) {
+		return fmt.Sprintf("%q: loop %+v\nrecursive descent %+v", s, v.subtree(), rv.subtree())
+	}
+	return ""
+}
+
+func TestJSONParserAgainstRef(t *testing.T) {
+	for _, s := range jsonParserCases {
+		if d := againstRef(s); d != "" {
+			t.Error(d)
+		}
+	}
+	// a second parse on the same parser, after a deep one that failed
+	var p jsonParser
+	p.parsePrefix(strings.Repeat("[", jsonMaxDepth+1))
+	if v, _, _, err := p.parsePrefix(`[1,[2]]`); err != nil || v.span != 4 || v.n != 2 {
+		t.Errorf("after a failed parse: %+v %v", v, err)
+	}
+}
