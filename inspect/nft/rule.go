@@ -133,6 +133,9 @@ type bodyEntry struct {
 	key  token
 	vals [3]token
 	nv   int8
+	// plainAddr: vals[0] holds no ':', '[' or ']' (known when
+	// canonicalEntry read it), so "A:P" is its DNAT destination as it is
+	plainAddr bool
 }
 
 // bodySpan is the entries of one map body, sc.bodies[first:end].
@@ -253,7 +256,7 @@ func canonicalEntry(s string, i int) (e bodyEntry, end int, ok bool) {
 	}
 	e.key = token{int32(i), int32(k)}
 	a0 := k + 3
-	a1 := wordEnd(s, a0)
+	a1, plain := addrEnd(s, a0)
 	if a1 == a0 || s[a1-1] == ',' || !plainValue(s[a0:a1]) || a1+3 > len(s) || s[a1:a1+3] != " . " {
 		return e, 0, false
 	}
@@ -274,8 +277,35 @@ func canonicalEntry(s string, i int) (e bodyEntry, end int, ok bool) {
 		return e, 0, false
 	}
 	e.vals = [3]token{{int32(a0), int32(a1)}, {int32(a1 + 1), int32(a1 + 2)}, {int32(p0), int32(p1)}}
-	e.nv = 3
+	e.nv, e.plainAddr = 3, plain
 	return e, end, true
+}
+
+// addrClass sorts the bytes of a word as addrEnd needs: 0 a byte of a
+// word, 1 one of a word that makes an address need brackets in host:port
+// (or be taken out of them), 2 none of a word (tokenClass not 0).
+var addrClass = func() (c [256]uint8) {
+	for b := range c {
+		if tokenClass[b] != 0 {
+			c[b] = 2
+		}
+	}
+	c[':'], c['['], c[']'] = 1, 1, 1
+	return c
+}()
+
+// addrEnd is wordEnd, also telling whether the word holds no byte of
+// class 1.
+func addrEnd(s string, i int) (int, bool) {
+	var seen uint8
+	for ; i < len(s); i++ {
+		c := addrClass[s[i]]
+		if c == 2 {
+			break
+		}
+		seen |= c
+	}
+	return i, seen == 0
 }
 
 // wordEnd is the end of the word that starts at s[i] (i itself when
@@ -759,16 +789,20 @@ func (a *analyzer) dnatBody(body []bodyEntry) bool {
 	if len(body) == 0 || len(body) > maxNumgenIndex || len(a.info.DNAT) > 0 || len(a.info.NumgenTargets) > 0 {
 		return false
 	}
+	// The tokens of a body are words, never placeholders: they are read
+	// from the text straight.
+	text := a.text
+	word := func(t token) string { return text[t.from:t.to] }
 	size := 0
 	for k := range body {
 		e := &body[k]
-		if e.nv != 3 || e.key.from < 0 || a.str(e.vals[1]) != "." {
+		if e.nv != 3 || e.key.from < 0 || word(e.vals[1]) != "." {
 			return false
 		}
-		if v, ok := parseNFTUint(a.str(e.key)); !ok || v != uint64(k) {
+		if v, ok := parseNFTUint(word(e.key)); !ok || v != uint64(k) {
 			return false
 		}
-		size += len(a.str(e.vals[0])) + len(a.str(e.vals[2])) + 3 // ≥ hostPortLen
+		size += int(e.vals[0].to-e.vals[0].from) + int(e.vals[2].to-e.vals[2].from) + 3 // ≥ hostPortLen
 	}
 	// The destinations, one after the other in the block: with room for
 	// all, no append below moves it.
@@ -779,7 +813,11 @@ func (a *analyzer) dnatBody(body []bodyEntry) bool {
 	for k := range body {
 		e := &body[k]
 		from := len(b)
-		b = appendHostPort(b, a.str(e.vals[0]), a.str(e.vals[2]))
+		if e.plainAddr {
+			b = append(append(append(b, word(e.vals[0])...), ':'), word(e.vals[2])...)
+		} else {
+			b = appendHostPort(b, word(e.vals[0]), word(e.vals[2]))
+		}
 		out[k] = unsafe.String(&b[from], len(b)-from) // never empty: it holds a ':'
 	}
 	tb.b = b

@@ -206,6 +206,14 @@ func readBodyBothWays(s string) string {
 		fast, words := new(ruleScratch), &ruleScratch{wordsOnly: true}
 		fe, fok := fast.readBody(s, i)
 		we, wok := words.readBody(s, i)
+		for k := range fast.bodies {
+			// known only to the fast reader, and then right
+			e := &fast.bodies[k]
+			if a := s[e.vals[0].from:e.vals[0].to]; e.plainAddr && strings.ContainsAny(a, ":[]") {
+				return fmt.Sprintf("body at %d: %q taken for a plain address", i, a)
+			}
+			e.plainAddr = false
+		}
 		if fe != we || fok != wok || !slices.Equal(fast.bodies, words.bodies) || !slices.Equal(fast.spans, words.spans) {
 			return fmt.Sprintf("body at %d: at once %d %v %v, word by word %d %v %v", i, fe, fok, fast.bodies, we, wok, words.bodies)
 		}
