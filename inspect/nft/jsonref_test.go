@@ -1,7 +1,6 @@
 package nft
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -174,41 +173,16 @@ func (p *refJSONParser) members(open byte, key string) {
 
 // string reads a JSON string at p.s[p.i] == '"'. Without escapes it is a
 // substring of the input.
+// string reads a string with the loop's own scanner: what the reference
+// checks is the structure around it.
 func (p *refJSONParser) string() string {
-	s := p.s
-	start := p.i + 1
-	j := start
-	esc := false
-	for j < len(s) && !inString[s[j]] {
-		j++ // the plain part, in a tight loop on locals
-	}
-	for j < len(s) {
-		c := s[j]
-		if c == '"' {
-			break
-		}
-		if c == '\\' {
-			esc = true
-			j += 2
-			continue
-		}
-		j++
-	}
-	if j >= len(p.s) {
-		p.i = len(p.s) // short: the string may go on past the data at hand
-		p.fail("unterminated string")
+	str, next, what := jsonString(p.s, p.i)
+	p.i = next
+	if what != "" {
+		p.fail(what)
 		return ""
 	}
-	p.i = j + 1
-	if !esc {
-		return p.s[start:j]
-	}
-	var out string
-	if err := json.Unmarshal([]byte(p.s[start-1:j+1]), &out); err != nil {
-		p.fail("bad string escape")
-		return ""
-	}
-	return out
+	return str
 }
 
 // FuzzJSONParserAgainstRef: the parser's loop takes what the recursive
