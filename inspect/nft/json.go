@@ -221,14 +221,17 @@ func (p *jsonParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err
 	return &p.tape[0], p.i, false, nil
 }
 
-// space skips white space. nft writes none inside an object, so the
-// first byte most often ends it; the loop works on locals, not on p.
-func (p *jsonParser) space() {
-	s, i := p.s, p.i
+// space skips white space at p.i.
+func (p *jsonParser) space() { p.i = skipSpace(p.s, p.i) }
+
+// skipSpace returns the offset of the first byte at or after i in s that
+// is no white space. nft writes none inside an object, so the first byte
+// most often ends it: one comparison.
+func skipSpace(s string, i int) int {
 	for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
 		i++
 	}
-	p.i = i
+	return i
 }
 
 // openValue is a container being parsed: its tape entry, its members so
@@ -251,19 +254,14 @@ func (p *jsonParser) value() {
 	key := ""
 	var what string // why it failed, at i
 	defer func() {
-		p.tape, p.stack = tape, stack[:0]
+		p.tape, p.stack, p.i = tape, stack[:0], i
 		if what != "" {
-			p.i = i
 			p.fail(what)
-			return
 		}
-		p.i = i
 	}()
 	for {
 		// a value, named key, at i
-		for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
-			i++
-		}
+		i = skipSpace(s, i)
 		if i >= len(s) {
 			what = "unexpected end"
 			return
@@ -281,9 +279,7 @@ func (p *jsonParser) value() {
 			stack = append(stack, openValue{at: len(tape), obj: obj})
 			tape = append(tape, jsonValue{kind: kind, key: key})
 			i++
-			for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
-				i++
-			}
+			i = skipSpace(s, i)
 			if i < len(s) && s[i] == closer {
 				i++
 				tape[len(tape)-1].span = 1
@@ -335,9 +331,7 @@ func (p *jsonParser) value() {
 			}
 			top := &stack[len(stack)-1]
 			top.n++
-			for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
-				i++
-			}
+			i = skipSpace(s, i)
 			if i >= len(s) {
 				what = "unexpected end"
 				return
@@ -374,18 +368,14 @@ func (p *jsonParser) value() {
 // memberName reads `"name":` at s[i] (after white space) and returns the
 // name and where the member's value starts, or why it failed and where.
 func memberName(s string, i int) (name string, next int, what string) {
-	for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) || s[i] != '"' {
 		return "", i, "expected a member name"
 	}
 	if name, i, what = jsonString(s, i); what != "" {
 		return "", i, what
 	}
-	for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) || s[i] != ':' {
 		return "", i, "expected ':'"
 	}

@@ -19,7 +19,8 @@ const minChunk = 256
 // GOMAXPROCS goroutines at once, and returns when all are done. fn gets a
 // worker number (0 ≤ w < workers) for its scratch state.
 func forChunks(n int, fn func(w, from, to int)) {
-	runChunks(n, parallelMin, max(minChunk, (n+8*runtime.GOMAXPROCS(0)-1)/(8*runtime.GOMAXPROCS(0))), fn)
+	parts := 8 * runtime.GOMAXPROCS(0) // so that no worker ends much after the others
+	runChunks(n, parallelMin, max(minChunk, (n+parts-1)/parts), fn)
 }
 
 // runChunks is forChunks with chunks of chunk items, on one goroutine

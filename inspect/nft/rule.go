@@ -220,10 +220,7 @@ func (sc *ruleScratch) readBody(s string, open int) (int, bool) {
 		case 3:
 			return giveUp() // a quoted string
 		}
-		j := i + 1
-		for j < len(s) && tokenClass[s[j]] == 0 {
-			j++
-		}
+		j := wordEnd(s, i+1)
 		ok := true
 		if j < len(s) && tokenClass[s[j]] == 3 {
 			ok = false // a quote inside a word
