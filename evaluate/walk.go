@@ -1,0 +1,594 @@
+package evaluate
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/nft"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// Evaluator walks new connections through one node's rules. It reads each
+// rule it visits once and keeps what it read, so that many walks (explain
+// every Service) cost what their visits cost. It is not safe for
+// concurrent use.
+type Evaluator struct {
+	rs    *inspect.Ruleset
+	node  Node
+	local map[netip.Addr]bool
+	plans map[kubeproxy.Family]*familyPlan
+
+	iptSpecs map[*inspect.IPRule]*iptRule
+	nftStmts map[string][]nft.Statement
+	indexes  map[*inspect.IPChain]*chainIndex
+	sets     map[setKey]*elemIndex
+}
+
+// New returns an evaluator of rs on a node.
+func New(rs *inspect.Ruleset, node Node) *Evaluator {
+	e := &Evaluator{rs: rs, node: node, local: map[netip.Addr]bool{}, plans: map[kubeproxy.Family]*familyPlan{},
+		iptSpecs: map[*inspect.IPRule]*iptRule{}, nftStmts: map[string][]nft.Statement{},
+		indexes: map[*inspect.IPChain]*chainIndex{}, sets: map[setKey]*elemIndex{}}
+	for _, a := range node.Addresses {
+		e.local[a.Unmap()] = true
+	}
+	return e
+}
+
+// isLocal: an address of the node, or loopback.
+func (e *Evaluator) isLocal(a netip.Addr) bool {
+	a = a.Unmap()
+	return isLoopback(a) || e.local[a]
+}
+
+// maxDepth bounds the chains a walk nests: nf_tables' jump stack holds 16
+// (NFT_JUMP_STACK_SIZE; iptables-nft rules are nf_tables rules); legacy
+// iptables refuses loops when a ruleset is loaded, and no real ruleset
+// nests deeper than this.
+const maxDepth = 16
+
+// Walk returns every outcome of the new connection p.
+func (e *Evaluator) Walk(p Packet, opts Options) *Result {
+	if opts.MaxOutcomes <= 0 {
+		opts.MaxOutcomes = 4096
+	}
+	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: []Outcome{}, NotModelled: []NotModelled{}}, noted: map[string]bool{}}
+	if p.Family == "" {
+		p.Family = kubeproxy.IPv4
+		if p.Dst.Addr().Is6() && !p.Dst.Addr().Is4In6() {
+			p.Family = kubeproxy.IPv6
+		}
+		w.res.Packet = p
+	}
+	plan := e.plan(p.Family)
+	for _, m := range plan.missing {
+		w.note(m)
+	}
+	t := &thread{
+		src: p.Src, dst: p.Dst, origDst: p.Dst, origSrc: p.Src,
+		mark: p.Mark, prob: One(), ctstate: ctInvalid,
+		hooks: firstHooks(p.Origin),
+		iif:   p.InIface, iifKnown: p.InIface != "" || p.Origin == FromNode,
+	}
+	w.plan = plan
+	w.pkt = p
+	w.queue = append(w.queue, t)
+	for len(w.queue) > 0 {
+		t := w.queue[len(w.queue)-1]
+		w.queue = w.queue[:len(w.queue)-1]
+		if len(w.res.Outcomes)+len(w.queue) >= opts.MaxOutcomes {
+			w.res.Truncated = true
+			continue
+		}
+		w.run(t)
+	}
+	return w.res
+}
+
+// firstHooks are the hooks a new connection from origin meets before the
+// routing decision after them.
+func firstHooks(o Origin) []string {
+	if o == FromNode {
+		return []string{hookOutput, hookPostrouting}
+	}
+	return []string{hookPrerouting}
+}
+
+// maxSteps bounds the rules one walk looks at, over all its branches.
+const maxSteps = 1 << 21
+
+type walk struct {
+	steps int
+	e     *Evaluator
+	opts  Options
+	plan  *familyPlan
+	pkt   Packet
+	res   *Result
+	queue []*thread
+	noted map[string]bool
+}
+
+// thread is one branch of the walk: the packet as the rules have changed
+// it so far, and where the walk is.
+type thread struct {
+	src, dst         netip.AddrPort
+	origSrc, origDst netip.AddrPort
+	mark, ctmark     uint32
+	ctstate          uint64 // ct state bits
+	ctstatus         uint64 // ct status bits
+	untracked        bool
+	dnat, masq       bool
+	snatTo           string
+	natDst, natSrc   bool // the NAT binding of that kind is made
+	postMark         uint32
+	reject           string
+	iif              string
+	iifKnown         bool
+	oif              string
+	prob             Prob
+	path             *hopNode
+	assumes          *assumeNode
+	aff              *Affinity
+
+	// Where the walk is: hooks still to run (hooks[0] now), the unit of
+	// it, the chain of a nat unit, the call stack; loopback: the second
+	// pass of a local connection to the node itself.
+	hooks    []string
+	unit     int
+	natChain int
+	frames   []frame
+	routed   bool // the routing decision after the first hooks is made
+	started  bool // the current base chain is entered
+	postSeen bool // postMark is set
+}
+
+type frame struct {
+	ch   chainRef
+	next int // the next rule to look at
+	// via are the chains this frame went through by goto, for the loop
+	// check: the kernel refuses a loop of jumps and gotos alike.
+	via []chainRef
+}
+
+type hopNode struct {
+	hop  Hop
+	prev *hopNode
+}
+
+type assumeNode struct {
+	a    Assumption
+	prev *assumeNode
+}
+
+func (t *thread) clone() *thread {
+	c := *t
+	c.frames = append([]frame(nil), t.frames...)
+	c.hooks = append([]string(nil), t.hooks...)
+	return &c
+}
+
+func (t *thread) addHop(h Hop) { t.path = &hopNode{hop: h, prev: t.path} }
+
+func (t *thread) assume(a Assumption) { t.assumes = &assumeNode{a: a, prev: t.assumes} }
+
+// note records something not modelled, once.
+func (w *walk) note(n NotModelled) {
+	k := n.Table + "\x00" + n.Family + "\x00" + n.Chain + "\x00" + fmt.Sprint(n.Rule) + "\x00" + n.What
+	if w.noted[k] {
+		return
+	}
+	w.noted[k] = true
+	w.res.NotModelled = append(w.res.NotModelled, n)
+}
+
+
+// action is what a rule does once it matched (or not).
+type action uint8
+
+const (
+	actNext     action = iota // on to the next rule
+	actAccept                 // this base chain accepts
+	actDrop                   //
+	actReject                 //
+	actReturn                 //
+	actJump                   // into target, and back
+	actGoto                   // into target, not back
+	actNAT                    // a NAT binding was made: this base chain accepts
+	actUnknown                // not modelled: the outcome is unknown
+)
+
+// effect is a rule's action with its target.
+type effect struct {
+	act    action
+	target string
+	// what: for actUnknown, what was not modelled; else the action as the
+	// hop shows it, when it says more than the action's name.
+	what string
+	// share is the probability the rule chose this branch with.
+	share *Prob
+}
+
+// run walks t until it ends (or forks: the forks are queued).
+func (w *walk) run(t *thread) {
+	for {
+		if w.steps++; w.steps > maxSteps {
+			w.note(NotModelled{Rule: -1, What: fmt.Sprintf("the walk stopped after %d rules", maxSteps),
+				Why: "a ruleset this size or shape (goto loops) is not walked to the end; the outcome is unknown"})
+			w.finish(t, VerdictUnknown)
+			return
+		}
+		if len(t.frames) == 0 {
+			if !w.enterNext(t) {
+				w.finish(t, "")
+				return
+			}
+			continue
+		}
+		top := &t.frames[len(t.frames)-1]
+		i := w.e.nextRule(top.ch, top.next, t.dst.Addr())
+		if i >= top.ch.rules() {
+			if len(t.frames) == 1 {
+				// The end of a base chain: its policy.
+				bc := w.currentBase(t)
+				t.addHop(w.hop(t, top.ch, -1, "", "policy "+bc.policy))
+				if bc.policy == "drop" {
+					w.finish(t, VerdictDrop)
+					return
+				}
+				w.baseAccepted(t)
+				continue
+			}
+			t.addHop(w.hop(t, top.ch, -1, "", "return (end of chain)"))
+			t.frames = t.frames[:len(t.frames)-1]
+			continue
+		}
+		top.next = i + 1
+		ch := top.ch
+		brs := w.evalRule(t, ch, i)
+		// brs[0] is t itself; the others are copies, queued so that the
+		// first is walked first once t has ended.
+		for k := len(brs) - 1; k >= 1; k-- {
+			if w.apply(brs[k].t, ch, i, brs[k].eff) {
+				w.queue = append(w.queue, brs[k].t)
+			}
+		}
+		if !w.apply(t, ch, i, brs[0].eff) {
+			return
+		}
+	}
+}
+
+// branch is one way a rule can go for a thread (the thread itself, or a
+// fork queued already).
+type branch struct {
+	t   *thread
+	eff effect
+}
+
+// apply carries out a rule's effect on t; false when t ended.
+func (w *walk) apply(t *thread, ch chainRef, i int, eff effect) bool {
+	text, line := w.e.ruleText(ch, i)
+	add := func(action string) {
+		h := w.hop(t, ch, i, text, action)
+		h.Line, h.Share = line, eff.share
+		t.addHop(h)
+	}
+	switch eff.act {
+	case actNext:
+		if eff.what != "" {
+			add(eff.what)
+		}
+		return true
+	case actAccept:
+		add("accept")
+		w.baseAccepted(t)
+		return true
+	case actNAT:
+		add(eff.what)
+		w.baseAccepted(t)
+		return true
+	case actDrop:
+		add("drop")
+		w.finish(t, VerdictDrop)
+		return false
+	case actReject:
+		add("reject " + t.reject)
+		w.finish(t, VerdictReject)
+		return false
+	case actReturn:
+		add("return")
+		t.frames = t.frames[:len(t.frames)-1]
+		if len(t.frames) == 0 {
+			// RETURN in a base chain: its policy.
+			bc := w.currentBase(t)
+			t.addHop(w.hop(t, ch, -1, "", "policy "+bc.policy))
+			if bc.policy == "drop" {
+				w.finish(t, VerdictDrop)
+				return false
+			}
+			w.baseAccepted(t)
+		}
+		return true
+	case actJump, actGoto:
+		verb := "jump "
+		if eff.act == actGoto {
+			verb = "goto "
+		}
+		add(verb + eff.target)
+		next, ok := ch.lookup(eff.target)
+		if !ok || next.ic != nil && next.ic.OnlyReferenced {
+			tb, fam, _ := ch.tableLabel()
+			w.note(NotModelled{Table: tb, Family: fam, Chain: eff.target, Rule: -1,
+				What: "chain " + eff.target + " is not in the input", Why: "outcomes through it are unknown"})
+			w.finish(t, VerdictUnknown)
+			return false
+		}
+		if onPath(t.frames, next) {
+			{
+				tb, fam, _ := ch.tableLabel()
+				w.note(NotModelled{Table: tb, Family: fam, Chain: eff.target, Rule: -1, What: "a jump loop through " + eff.target,
+					Why: "the kernel refuses to load such a ruleset; the outcome is unknown"})
+				w.finish(t, VerdictUnknown)
+				return false
+			}
+		}
+		if eff.act == actGoto {
+			old := t.frames[len(t.frames)-1]
+			t.frames[len(t.frames)-1] = frame{ch: next, via: append(old.via[:len(old.via):len(old.via)], old.ch)}
+			return true
+		}
+		if len(t.frames) >= maxDepth {
+			tb, fam, _ := ch.tableLabel()
+			w.note(NotModelled{Table: tb, Family: fam, Chain: eff.target, Rule: -1, What: fmt.Sprintf("chains nested deeper than %d", maxDepth),
+				Why: "the kernel refuses such a ruleset; the outcome is unknown"})
+			w.finish(t, VerdictUnknown)
+			return false
+		}
+		t.frames = append(t.frames, frame{ch: next})
+		return true
+	case actUnknown:
+		add("not modelled: " + eff.what)
+		tb, fam, _ := ch.tableLabel()
+		w.note(NotModelled{Table: tb, Family: fam, Chain: ch.name(), Rule: i, What: eff.what, Why: "the outcome is unknown"})
+		w.finish(t, VerdictUnknown)
+		return false
+	}
+	return true
+}
+
+func (w *walk) hop(t *thread, ch chainRef, rule int, text, action string) Hop {
+	tb, fam, backend := ch.tableLabel()
+	hook := ""
+	if len(t.hooks) > 0 {
+		hook = t.hooks[0]
+	}
+	return Hop{Hook: hook, Table: tb, Family: fam, Backend: backend, Chain: ch.name(), Rule: rule, Text: text, Action: action}
+}
+
+// onPath: ch is on the call path (jumped or gone to and not returned
+// from).
+func onPath(frames []frame, ch chainRef) bool {
+	for _, f := range frames {
+		if f.ch == ch {
+			return true
+		}
+		for _, v := range f.via {
+			if v == ch {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// currentBase is the base chain t is in.
+func (w *walk) currentBase(t *thread) baseChain {
+	u := w.plan.hooks[t.hooks[0]][t.unit]
+	return u.chains[t.natChain]
+}
+
+// baseAccepted: the current base chain let the packet through: on to the
+// next nat chain of a nat unit (unless a binding was made), else the next
+// unit.
+func (w *walk) baseAccepted(t *thread) {
+	t.frames = t.frames[:0]
+	u := w.plan.hooks[t.hooks[0]][t.unit]
+	if u.nat && t.natChain+1 < len(u.chains) && !w.natDone(t, t.hooks[0]) {
+		t.natChain++
+		t.started = false
+		return
+	}
+	t.unit++
+	t.natChain = 0
+	t.started = false
+}
+
+// natDone: the binding the nat hook makes at hook is made.
+func (w *walk) natDone(t *thread, hook string) bool {
+	if natPrio(hook) == prioNATDst {
+		return t.natDst
+	}
+	return t.natSrc
+}
+
+// enterNext enters the next base chain t's hooks have to run; false when
+// none is left (the packet made it through).
+func (w *walk) enterNext(t *thread) bool {
+	for {
+		if len(t.hooks) == 0 {
+			if !w.route(t) {
+				return false
+			}
+			continue
+		}
+		hook := t.hooks[0]
+		plan := w.plan.hooks[hook]
+		if t.unit >= len(plan) {
+			w.leaveHook(t, hook)
+			t.hooks = t.hooks[1:]
+			t.unit, t.natChain = 0, 0
+			continue
+		}
+		u := plan[t.unit]
+		if !t.started {
+			w.conntrackBefore(t, hook, u.prio)
+			if hook == hookPostrouting && !t.postSeen {
+				t.postMark, t.postSeen = t.mark, true
+			}
+			if u.nat && (t.untracked || w.natDone(t, hook)) {
+				t.unit++
+				t.natChain = 0
+				continue
+			}
+			t.started = true
+		}
+		t.frames = append(t.frames[:0], frame{ch: u.chains[t.natChain].chainRef})
+		return true
+	}
+}
+
+// conntrackBefore: conntrack runs at priority -200 of prerouting and
+// output; before it a packet has no connection (ct state invalid).
+func (w *walk) conntrackBefore(t *thread, hook string, prio int) {
+	if t.untracked || t.ctstate&ctNew != 0 {
+		return
+	}
+	if (hook == hookPrerouting || hook == hookOutput) && prio < prioConntrack {
+		return
+	}
+	t.ctstate = ctNew
+}
+
+// leaveHook: what the kernel does at the end of a hook: a nat hook that
+// made no binding makes a null one (nf_nat_alloc_null_binding), and the
+// connection is confirmed when the packet leaves postrouting or input.
+func (w *walk) leaveHook(t *thread, hook string) {
+	if t.ctstate&ctNew != 0 && !t.untracked {
+		switch hook {
+		case hookPrerouting, hookOutput:
+			t.natDst = true
+		case hookInput, hookPostrouting:
+			t.natSrc = true
+			t.ctstatus |= ctsConfirmed
+		}
+	}
+	if hook == hookPostrouting && !t.postSeen {
+		t.postMark, t.postSeen = t.mark, true
+	}
+}
+
+// route decides where the packet goes once the hooks so far are done;
+// false when it has arrived: routed on to another host (or a pod), or
+// delivered to the node itself.
+func (w *walk) route(t *thread) bool {
+	if t.routed {
+		return false
+	}
+	t.routed = true
+	local := w.e.isLocal(t.dst.Addr())
+	switch {
+	case w.pkt.Origin == FromNode && local:
+		// To the node itself: over loopback, into prerouting and input
+		// again; the connection exists and its NAT is done, so no nat
+		// chain runs again.
+		t.iif, t.iifKnown = "lo", true
+		t.hooks = []string{hookPrerouting, hookInput}
+	case w.pkt.Origin == FromNode:
+		return false
+	case local:
+		t.hooks = []string{hookInput}
+	default:
+		t.hooks = []string{hookForward, hookPostrouting}
+	}
+	return true
+}
+
+// finish records t's outcome. v "" means the packet made it through.
+func (w *walk) finish(t *thread, v Verdict) {
+	out := Outcome{Probability: t.prob, Verdict: v, Destination: t.dst, DNAT: t.dnat, Masquerade: t.masq, SNATTo: t.snatTo,
+		Mark: t.postMark, Affinity: t.aff, Assumes: []Assumption{}}
+	if v == "" {
+		out.Verdict = VerdictAccept
+		if t.dnat {
+			out.Verdict = VerdictDNAT
+		}
+		out.Delivery = "routed"
+		if w.e.isLocal(t.dst.Addr()) {
+			out.Delivery = "local"
+		}
+	}
+	if v == VerdictReject {
+		out.Reject = t.reject
+	}
+	for h := t.path; h != nil; h = h.prev {
+		out.Path = append(out.Path, h.hop)
+	}
+	reverse(out.Path)
+	for a := t.assumes; a != nil; a = a.prev {
+		out.Assumes = append(out.Assumes, a.a)
+	}
+	reverse(out.Assumes)
+	w.res.Outcomes = append(w.res.Outcomes, out)
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+// ruleText is the text and input line of rule i of ch.
+func (e *Evaluator) ruleText(ch chainRef, i int) (string, int) {
+	if i < 0 {
+		return "", 0
+	}
+	if ch.ic != nil {
+		r := ch.ic.Rules[i]
+		return r.Text, int(r.Line)
+	}
+	r := ch.nc.Rules[i]
+	text := r.Rule.Rule
+	if r.Comment != nil && *r.Comment != "" {
+		text += fmt.Sprintf(" comment %q", *r.Comment)
+	}
+	return text, r.Line
+}
+
+// evalRule evaluates rule i of ch for t: the ways it can go.
+func (w *walk) evalRule(t *thread, ch chainRef, i int) []branch {
+	if ch.ic != nil {
+		r := ch.ic.Rules[i]
+		if ch.ipt.FromNFT {
+			return w.evalNFT(t, ch, i, w.e.statements(r.Text))
+		}
+		return w.evalIPT(t, ch, i, w.e.iptSpec(r))
+	}
+	return w.evalNFT(t, ch, i, w.e.statements(ch.nc.Rules[i].Rule.Rule))
+}
+
+func (e *Evaluator) statements(text string) []nft.Statement {
+	if s, ok := e.nftStmts[text]; ok {
+		return s
+	}
+	s := nft.ParseStatements(text)
+	e.nftStmts[text] = s
+	return s
+}
+
+// iptRule is a rule's arguments read whole, or why they could not be.
+type iptRule struct {
+	spec iptables.Spec
+	err  error
+}
+
+func (e *Evaluator) iptSpec(r *inspect.IPRule) *iptRule {
+	if s, ok := e.iptSpecs[r]; ok {
+		return s
+	}
+	spec, err := iptables.ParseSpec(r.Text)
+	s := &iptRule{spec: spec, err: err}
+	e.iptSpecs[r] = s
+	return s
+}
