@@ -198,7 +198,9 @@ type Endpoint struct {
 	Terminating bool   `json:"terminating"`
 	IPv6        bool   `json:"-"`
 	NodeName    string `json:"nodeName,omitempty"`
-	Zone        string `json:"zone,omitempty"`
+	// Pod is the endpoint's targetRef when it is a Pod.
+	Pod  string `json:"pod,omitempty"`
+	Zone string `json:"zone,omitempty"`
 	// ZoneHints and NodeHints are hints.forZones and hints.forNodes.
 	ZoneHints []string `json:"zoneHints,omitempty"`
 	NodeHints []string `json:"nodeHints,omitempty"`
@@ -350,6 +352,9 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 				}
 				if ep.NodeName != nil {
 					e.NodeName = *ep.NodeName
+				}
+				if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+					e.Pod = ep.TargetRef.Name
 				}
 				if ep.Zone != nil {
 					e.Zone = *ep.Zone

@@ -273,6 +273,7 @@ var (
 	fastSliceFields = []string{"metadata.name", "metadata.namespace", "metadata.labels", "addressType",
 		"endpoints[].addresses", "endpoints[].conditions.ready", "endpoints[].conditions.serving", "endpoints[].conditions.terminating",
 		"endpoints[].nodeName", "endpoints[].zone", "endpoints[].hints.forZones[].name", "endpoints[].hints.forNodes[].name",
+		"endpoints[].targetRef.kind", "endpoints[].targetRef.name",
 		"ports[].name", "ports[].protocol", "ports[].port"}
 )
 
@@ -508,6 +509,9 @@ func (d *fastDecoder) endpoints() []discoveryv1.Endpoint {
 			case "hints":
 				s.seen(&mask, 16)
 				ep.Hints = d.hints()
+			case "targetRef":
+				s.seen(&mask, 32)
+				ep.TargetRef = d.targetRef()
 			default:
 				s.skip()
 			}
@@ -516,6 +520,30 @@ func (d *fastDecoder) endpoints() []discoveryv1.Endpoint {
 	}
 	d.scratch = out[:0]
 	return append(make([]discoveryv1.Endpoint, 0, len(out)), out...)
+}
+
+// targetRef reads an endpoint's targetRef: its kind and name.
+func (d *fastDecoder) targetRef() *corev1.ObjectReference {
+	s := &d.s
+	more, present := s.enterObject()
+	if !present {
+		return nil
+	}
+	ref := &corev1.ObjectReference{}
+	var mask uint32
+	for ; more; more = s.nextMember() {
+		switch string(s.key()) {
+		case "kind":
+			s.seen(&mask, 1)
+			ref.Kind = s.str(&d.intern)
+		case "name":
+			s.seen(&mask, 2)
+			ref.Name = s.str(nil)
+		default:
+			s.skip()
+		}
+	}
+	return ref
 }
 
 func (d *fastDecoder) hints() *discoveryv1.EndpointHints {

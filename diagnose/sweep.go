@@ -172,6 +172,13 @@ func (s *Sweep) Add(node string, report any, seconds float64) {
 				cause(SeverityWarning, fmt.Sprintf("masquerade %s %s: %s uses an overlapping mark", f.Mode, f.Family, c.Owner))
 			}
 		}
+	case *TraceReport:
+		row.Status = r.Status
+		for _, pt := range r.Traces {
+			if sev, title, ok := traceCause(pt); ok {
+				cause(sev, title)
+			}
+		}
 	case *ServiceExplanation:
 		row.Status = r.Status
 		missing, extra := 0, 0

@@ -6,14 +6,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables/ruleargs"
 )
 
 // evalIPT evaluates an iptables rule read from iptables-save text.
 func (w *walk) evalIPT(t *thread, ch chainRef, i int, r *iptRule) []branch {
 	if r.err != nil {
 		return w.branches(t, ch, i, []cond{unknown("a rule that could not be read (%v)", r.err)},
-			func(*thread) effect { return effect{act: actUnknown, what: "the target of a rule that could not be read"} })
+			func(*thread) effect {
+				return effect{act: actUnknown, what: "the target of a rule that could not be read"}
+			})
 	}
 	conds := make([]cond, 0, 8)
 	for _, m := range r.spec.Matches {
@@ -46,7 +48,7 @@ func moduleAlwaysMatches(m string) bool {
 }
 
 // iptOption evaluates one match option.
-func (w *walk) iptOption(t *thread, module string, o iptables.Option) cond {
+func (w *walk) iptOption(t *thread, module string, o ruleargs.Option) cond {
 	arg := o.Arg()
 	switch module {
 	case "":
@@ -206,7 +208,7 @@ func bang(neg bool) string {
 // record the client); --rcheck and --update match when the client has a
 // record in the list, which the dump does not show (/proc/net/xt_recent/
 // NAME holds it): unless Options.Pinned says, the walk follows both.
-func (w *walk) recentMatch(m iptables.Match) cond {
+func (w *walk) recentMatch(m ruleargs.Match) cond {
 	check := false
 	aff := Affinity{Record: "DEFAULT"}
 	for _, o := range m.Options {
@@ -384,7 +386,7 @@ func ctStatusCond(t *thread, statuses string) cond {
 }
 
 // iptTarget is what a matched iptables rule does.
-func (w *walk) iptTarget(t *thread, ch chainRef, s *iptables.Spec) effect {
+func (w *walk) iptTarget(t *thread, ch chainRef, s *ruleargs.Spec) effect {
 	opt := func(name string) string {
 		o, _ := s.TargetOption(name)
 		return o.Arg()
@@ -460,7 +462,7 @@ func (w *walk) iptTarget(t *thread, ch chainRef, s *iptables.Spec) effect {
 	return effect{act: actUnknown, what: "target " + s.Target}
 }
 
-func countOptions(opts []iptables.Option, name string) int {
+func countOptions(opts []ruleargs.Option, name string) int {
 	n := 0
 	for _, o := range opts {
 		if o.Name == name {
@@ -470,7 +472,7 @@ func countOptions(opts []iptables.Option, name string) int {
 	return n
 }
 
-func optionsText(opts []iptables.Option) string {
+func optionsText(opts []ruleargs.Option) string {
 	var parts []string
 	for _, o := range opts {
 		parts = append(parts, strings.TrimSpace(bang(o.Not)+o.Name+" "+strings.Join(o.Args, " ")))
@@ -480,7 +482,7 @@ func optionsText(opts []iptables.Option) string {
 
 // markTarget reads MARK's options as the kernel applies them:
 // mark = (mark AND NOT mask) XOR value (xt_MARK; libxt_MARK's spellings).
-func markTarget(opts []iptables.Option) (value, mask uint32, ok bool) {
+func markTarget(opts []ruleargs.Option) (value, mask uint32, ok bool) {
 	if len(opts) != 1 {
 		return 0, 0, false
 	}
@@ -506,7 +508,7 @@ func markTarget(opts []iptables.Option) (value, mask uint32, ok bool) {
 
 // connmark applies CONNMARK (xt_CONNMARK.c): set the connection mark,
 // save the packet mark into it, or restore the packet mark from it.
-func (w *walk) connmark(t *thread, opts []iptables.Option) effect {
+func (w *walk) connmark(t *thread, opts []ruleargs.Option) effect {
 	nfmask, ctmask := uint32(0xffffffff), uint32(0xffffffff)
 	op := ""
 	var val, mask uint32
@@ -533,7 +535,7 @@ func (w *walk) connmark(t *thread, opts []iptables.Option) effect {
 		case "--save-mark", "--restore-mark":
 			op = o.Name
 		case "--set-xmark", "--set-mark", "--or-mark", "--and-mark", "--xor-mark":
-			v, m, ok := markTarget([]iptables.Option{o})
+			v, m, ok := markTarget([]ruleargs.Option{o})
 			if !ok {
 				return effect{act: actUnknown, what: "CONNMARK " + optionsText(opts)}
 			}

@@ -846,4 +846,3 @@ func (w *walk) xtMatch(t *thread, rest []nft.Statement, st nft.Statement) cond {
 	}
 	return unknown("xt match %s (nft does not show its options)", st.XTName)
 }
-

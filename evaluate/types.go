@@ -69,6 +69,9 @@ type Options struct {
 	// MaxOutcomes bounds the branches of one walk (0: 4096); past it the
 	// result is Truncated.
 	MaxOutcomes int
+	// MaxSteps bounds the rules one walk looks at over all its branches
+	// (0: 1<<20); past it the branch left ends as unknown.
+	MaxSteps int
 	// Pinned says, per ClientIP-affinity record (an iptables `-m recent`
 	// list, by name), whether the client has one. A record not listed is
 	// not known: the walk follows both. nftables' affinity sets need no

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
-	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables/ruleargs"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/nft"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
@@ -54,6 +54,9 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 	if opts.MaxOutcomes <= 0 {
 		opts.MaxOutcomes = 4096
 	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = 1 << 20
+	}
 	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: []Outcome{}, NotModelled: []NotModelled{}}, noted: map[string]bool{}}
 	if p.Family == "" {
 		p.Family = kubeproxy.IPv4
@@ -65,6 +68,10 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 	plan := e.plan(p.Family)
 	for _, m := range plan.missing {
 		w.note(m)
+	}
+	if len(e.node.Addresses) == 0 {
+		w.note(NotModelled{Rule: -1, What: "the node's own addresses are not known",
+			Why: "every address but loopback was taken as another host's (-m addrtype LOCAL, fib daddr type local, local delivery)"})
 	}
 	t := &thread{
 		src: p.Src, dst: p.Dst, origDst: p.Dst, origSrc: p.Src,
@@ -95,9 +102,6 @@ func firstHooks(o Origin) []string {
 	}
 	return []string{hookPrerouting}
 }
-
-// maxSteps bounds the rules one walk looks at, over all its branches.
-const maxSteps = 1 << 21
 
 type walk struct {
 	steps int
@@ -183,20 +187,19 @@ func (w *walk) note(n NotModelled) {
 	w.res.NotModelled = append(w.res.NotModelled, n)
 }
 
-
 // action is what a rule does once it matched (or not).
 type action uint8
 
 const (
-	actNext     action = iota // on to the next rule
-	actAccept                 // this base chain accepts
-	actDrop                   //
-	actReject                 //
-	actReturn                 //
-	actJump                   // into target, and back
-	actGoto                   // into target, not back
-	actNAT                    // a NAT binding was made: this base chain accepts
-	actUnknown                // not modelled: the outcome is unknown
+	actNext    action = iota // on to the next rule
+	actAccept                // this base chain accepts
+	actDrop                  //
+	actReject                //
+	actReturn                //
+	actJump                  // into target, and back
+	actGoto                  // into target, not back
+	actNAT                   // a NAT binding was made: this base chain accepts
+	actUnknown               // not modelled: the outcome is unknown
 )
 
 // effect is a rule's action with its target.
@@ -213,8 +216,8 @@ type effect struct {
 // run walks t until it ends (or forks: the forks are queued).
 func (w *walk) run(t *thread) {
 	for {
-		if w.steps++; w.steps > maxSteps {
-			w.note(NotModelled{Rule: -1, What: fmt.Sprintf("the walk stopped after %d rules", maxSteps),
+		if w.steps++; w.steps > w.opts.MaxSteps {
+			w.note(NotModelled{Rule: -1, What: fmt.Sprintf("the walk stopped after %d rules", w.opts.MaxSteps),
 				Why: "a ruleset this size or shape (goto loops) is not walked to the end; the outcome is unknown"})
 			w.finish(t, VerdictUnknown)
 			return
@@ -579,7 +582,7 @@ func (e *Evaluator) statements(text string) []nft.Statement {
 
 // iptRule is a rule's arguments read whole, or why they could not be.
 type iptRule struct {
-	spec iptables.Spec
+	spec ruleargs.Spec
 	err  error
 }
 
@@ -587,7 +590,7 @@ func (e *Evaluator) iptSpec(r *inspect.IPRule) *iptRule {
 	if s, ok := e.iptSpecs[r]; ok {
 		return s
 	}
-	spec, err := iptables.ParseSpec(r.Text)
+	spec, err := ruleargs.ParseSpec(r.Text)
 	s := &iptRule{spec: spec, err: err}
 	e.iptSpecs[r] = s
 	return s

@@ -36,6 +36,7 @@ var analysisCommands = []struct {
 	{[]string{"counts"}, "table", "table", false},
 	{[]string{"triage"}, "finding", "message", false},
 	{[]string{"explain", "svc/ingress", "-n", "shop"}, "serviceport", "servicePort", false},
+	{[]string{"trace", "--to", "svc/ingress", "-n", "shop", "--node-ip", "10.0.0.10"}, "outcome", "verdict", false},
 }
 
 // run runs a command and returns its output, failing the test on any error

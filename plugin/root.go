@@ -76,6 +76,8 @@ kubectl; the rarer ones (--server, --token, --as, ...) are accepted too.`,
 		explainCmd.ValidArgsFunction = ServiceArgCompletion(cluster) // svc/<TAB>
 	}
 	root.AddCommand(explainCmd)
+	traceCmd := NewCmdTrace(name, streams, kube)
+	root.AddCommand(traceCmd)
 	root.AddCommand(NewCmdStale(name, streams, kube))
 	root.AddCommand(NewCmdMasq(name, streams, kube))
 	root.AddCommand(NewCmdCounts(name, streams, kube))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/internal/scan"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables/ruleargs"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
@@ -976,58 +977,5 @@ func parseMarkMask(s string, defaultMask uint32) (val, mask uint32, err error) {
 	return val, mask, nil
 }
 
-// splitArgs splits rule arguments on spaces, keeping "quoted strings" (with
-// iptables-save's \" and \\ escapes) as one argument. Arguments are
-// substrings of text unless they needed unescaping.
-func splitArgs(text string, out []string) ([]string, error) {
-	i := 0
-	for i < len(text) {
-		for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
-			i++
-		}
-		if i >= len(text) {
-			break
-		}
-		if text[i] != '"' {
-			j := i
-			for j < len(text) && text[j] != ' ' && text[j] != '\t' {
-				j++
-			}
-			out = append(out, text[i:j])
-			i = j
-			continue
-		}
-		// Quoted.
-		j := i + 1
-		escaped := false
-		for j < len(text) && text[j] != '"' {
-			if text[j] == '\\' && j+1 < len(text) {
-				escaped = true
-				j++
-			}
-			j++
-		}
-		if j >= len(text) {
-			return out, fmt.Errorf("unterminated quote in %.60q", text)
-		}
-		s := text[i+1 : j]
-		if escaped {
-			s = unescape(s)
-		}
-		out = append(out, s)
-		i = j + 1
-	}
-	return out, nil
-}
-
-func unescape(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// splitArgs splits rule arguments (ruleargs.Split).
+func splitArgs(text string, out []string) ([]string, error) { return ruleargs.Split(text, out) }

@@ -38,7 +38,8 @@ var rules = []struct {
 	direct bool
 }{
 	{"kubeproxy", [][]string{kubernetesAPI, cobra, terminal, project("inspect", "correlate", "diagnose", "plugin")}, "the vocabulary is a leaf", false},
-	{"inspect", [][]string{kubernetesAPI, cobra, terminal, project("correlate", "diagnose", "plugin")}, "inspect parses rulesets and knows no Kubernetes objects", false},
+	{"inspect", [][]string{kubernetesAPI, cobra, terminal, project("evaluate", "correlate", "diagnose", "plugin")}, "inspect parses rulesets and knows no Kubernetes objects", false},
+	{"evaluate", [][]string{kubernetesAPI, cobra, terminal, project("correlate", "diagnose", "plugin")}, "evaluate walks packets through the rules model and a few node facts; it knows no Kubernetes object (labels come from correlate)", false},
 	{"correlate", [][]string{client, cobra, terminal, project("diagnose", "plugin")}, "correlate joins rules with API objects; it reaches no cluster and no terminal", false},
 	{"diagnose", [][]string{client, cobra, terminal, project("plugin")}, "diagnose judges; it knows no cluster, no command line and no terminal", false},
 	{"plugin/collect", [][]string{cobra, terminal, project("diagnose")}, "collect reaches the node; commands and rendering are the plugin's", true},

@@ -1,7 +1,12 @@
-package iptables
+// Package ruleargs reads the arguments of one iptables rule as
+// iptables-save prints them: split into words (quoted strings whole), and
+// whole, every match with its module and options (ParseSpec), for the
+// packet evaluator. Package iptables reads whole dumps with it.
+package ruleargs
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -69,7 +74,7 @@ var builtinOptions = map[string]string{
 // after "-A CHAIN"; the plugin's readers write every iptables form so).
 // Counters (`-c P B`, `[P:B]`) are skipped.
 func ParseSpec(text string) (Spec, error) {
-	toks, err := splitArgs(text, nil)
+	toks, err := Split(text, nil)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -105,7 +110,7 @@ func ParseSpec(text string) (Spec, error) {
 			inTarget = true
 			continue
 		case t == "-c" || t == "--set-counters":
-			if i+2 < len(toks) && isUint(toks[i+1]) && isUint(toks[i+2]) {
+			if i+2 < len(toks) && isCount(toks[i+1]) && isCount(toks[i+2]) {
 				i += 2
 				continue
 			}
@@ -143,6 +148,11 @@ func ParseSpec(text string) (Spec, error) {
 	return s, nil
 }
 
+func isCount(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil
+}
+
 // implicitModule is the module iptables loads for -p PROTO's options.
 func implicitModule(builtin Match) string {
 	for _, o := range builtin.Options {
@@ -163,4 +173,60 @@ func isOptionWord(t string) bool {
 		return false
 	}
 	return !(t[1] >= '0' && t[1] <= '9')
+}
+
+// Split splits rule arguments on spaces, keeping "quoted strings" (with
+// iptables-save's \" and \\ escapes) as one argument. Arguments are
+// substrings of text unless they needed unescaping.
+func Split(text string, out []string) ([]string, error) {
+	i := 0
+	for i < len(text) {
+		for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+			i++
+		}
+		if i >= len(text) {
+			break
+		}
+		if text[i] != '"' {
+			j := i
+			for j < len(text) && text[j] != ' ' && text[j] != '\t' {
+				j++
+			}
+			out = append(out, text[i:j])
+			i = j
+			continue
+		}
+		// Quoted.
+		j := i + 1
+		escaped := false
+		for j < len(text) && text[j] != '"' {
+			if text[j] == '\\' && j+1 < len(text) {
+				escaped = true
+				j++
+			}
+			j++
+		}
+		if j >= len(text) {
+			return out, fmt.Errorf("unterminated quote in %.60q", text)
+		}
+		s := text[i+1 : j]
+		if escaped {
+			s = unescape(s)
+		}
+		out = append(out, s)
+		i = j + 1
+	}
+	return out, nil
+}
+
+func unescape(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
