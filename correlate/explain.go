@@ -84,6 +84,13 @@ type PortPath struct {
 	// endpoint chain, where that chain is still in the dump (iptables): the
 	// jump to it was removed.
 	OrphanChains map[string]string `json:"-"`
+	// EmptyEndpointChains maps expected endpoints no rule reaches to
+	// their endpoint chain, where the chain is jumped to but empty
+	// (flushed): the kernel goes on to the next endpoint.
+	EmptyEndpointChains map[string]string `json:"-"`
+	// StandIns are what the walks had to make up, as the node's address
+	// for its node port, when the input does not say it.
+	StandIns []string `json:"-"`
 }
 
 // MissingEntry is an address of the service no rule or element catches.
@@ -114,19 +121,41 @@ type Entry struct {
 	Rule    string `json:"rule"`
 }
 
-// Route is one way into the service: the chain sequence and the DNAT share
-// of each endpoint along it.
+// Route is one way into the service, walked through the node's rules for
+// a new connection (package evaluate): the chains it goes through, the
+// DNAT share of each endpoint, and what else happens to it.
 type Route struct {
 	// Traffic: internal (cluster IP) or external (NodePort, external and
 	// load-balancer IPs).
-	Traffic string     `json:"traffic"`
+	Traffic string `json:"traffic"`
+	// Entry and Address are what was walked: clusterIP, nodePort,
+	// externalIP, loadBalancerIP, at IP:PORT; From where the connection
+	// started: pod (a pod on the node), node (a process on it), outside.
+	Entry   string     `json:"entry,omitempty"`
+	Address string     `json:"address,omitempty"`
+	From    string     `json:"from,omitempty"`
 	Chains  []string   `json:"chains"`
 	Hops    []RouteHop `json:"hops"`
-	// ShareSum is the sum of the endpoint shares: 1 when the probabilities
-	// (or numgen map) cover every new connection.
+	// ShareSum is the sum of the endpoint shares: 1 when every new
+	// connection is DNATed to an endpoint.
 	ShareSum float64 `json:"shareSum"`
+	// Other are the shares that are not DNATed: dropped, rejected, or
+	// accepted as they are.
+	Other []RouteOutcome `json:"otherOutcomes,omitempty"`
+	// Masquerade: the DNATed connections are masqueraded.
+	Masquerade bool `json:"masquerade"`
 	// Affinity: rules that keep a client on its endpoint (ClientIP).
 	AffinitySeconds int `json:"affinitySeconds,omitempty"`
+	// Assumed are what the walk could not evaluate and took as not
+	// holding (the route is that of a new client, of a packet no foreign
+	// match caught). Hidden are the parts of kube-proxy's own rules that
+	// nft does not show (iptables-nft read through nft), taken as
+	// kube-proxy writes them.
+	Assumed []string `json:"assumed,omitempty"`
+	Hidden  []string `json:"hidden,omitempty"`
+	// Note says in words what the route means for its clients, where
+	// that takes more than its endpoints (a Local traffic policy).
+	Note string `json:"note,omitempty"`
 }
 
 // RouteHop is one endpoint reached by a route.
@@ -138,6 +167,9 @@ type RouteHop struct {
 	// map, with only this endpoint's entry (the whole map, once per hop,
 	// would make the output grow with the square of the endpoints).
 	Rule string `json:"rule"`
+	// ByName: the endpoint is what the chain's name says; its DNAT rule
+	// was not seen (nft does not show iptables-nft's IPv6 DNAT).
+	ByName bool `json:"byName,omitempty"`
 }
 
 // EndpointPath is one endpoint, in the rules and/or the EndpointSlices.
@@ -220,6 +252,7 @@ type explainer struct {
 	entries   map[*inspect.IPTable]map[string][]entryRule
 	filters   map[*inspect.IPTable]*filterIndex
 	nft       map[*inspect.NFTTable]*nftIndex
+	walkers   map[string]*walker
 }
 
 type entryRule struct {
@@ -230,7 +263,7 @@ type entryRule struct {
 func newExplainer(rs *inspect.Ruleset, objs *Objects) *explainer {
 	sps := objs.ServicePorts()
 	x := &explainer{rs: rs, objs: objs, byName: servicesByName(objs), sps: sps, byService: map[string][]*ServicePort{}, entries: map[*inspect.IPTable]map[string][]entryRule{},
-		filters: map[*inspect.IPTable]*filterIndex{}, nft: map[*inspect.NFTTable]*nftIndex{}}
+		filters: map[*inspect.IPTable]*filterIndex{}, nft: map[*inspect.NFTTable]*nftIndex{}, walkers: map[string]*walker{}}
 	for _, sp := range sps {
 		k := sp.Namespace + "/" + sp.Name
 		x.byService[k] = append(x.byService[k], sp)
@@ -433,7 +466,9 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 				continue
 			}
 			filter := findIPTable(rs, t.Family, kubeproxy.TableFilter, t.Backend)
-			ex.Ports = append(ex.Ports, explainIPTables(sp, t, filter, x.entries[t], x.filters[filter], opts.Node))
+			pp := explainIPTables(sp, t, filter, x.entries[t], x.filters[filter], opts.Node)
+			x.walkRoutes(&pp, sp, t.Family, opts.Node)
+			ex.Ports = append(ex.Ports, pp)
 		}
 		for _, t := range rs.NFTables {
 			if !t.IsKubeProxy() {
@@ -444,7 +479,9 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 				fam = kubeproxy.IPv6
 			}
 			if serviceHasFamily(sp, fam) {
-				ex.Ports = append(ex.Ports, explainNFTables(sp, t, x.nft[t], fam, opts.Node))
+				pp := explainNFTables(sp, t, x.nft[t], fam, opts.Node)
+				x.walkRoutes(&pp, sp, fam, opts.Node)
+				ex.Ports = append(ex.Ports, pp)
 			}
 		}
 	}
@@ -606,38 +643,6 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	}
 
 	exp := expect(sp, kubeproxy.Family(pp.Family), node)
-	// Routes.
-	internalChain := entryTarget["clusterIP"]
-	if internalChain == "" {
-		if sp.InternalLocal {
-			internalChain = svl
-		} else {
-			internalChain = svc
-		}
-	}
-	routes := []Route{}
-	if nat.Chain(internalChain) != nil {
-		routes = append(routes, iptRoute(nat, sp, "internal", []string{kubeproxy.ChainServices}, internalChain))
-	}
-	if hasExternal(sp) && nat.Chain(ext) != nil {
-		prefix := []string{kubeproxy.ChainServices, ext}
-		if entryTarget["nodePort"] != "" && entryTarget["externalIP"] == "" && entryTarget["loadBalancerIP"] == "" {
-			prefix = []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts, ext}
-		}
-		// EXT ends in a jump to the policy chain (SVC, or SVL for Local).
-		policy := ""
-		for _, r := range nat.Chain(ext).Rules {
-			if r.Target == svc || r.Target == svl {
-				policy = r.Target
-			}
-		}
-		if policy != "" {
-			routes = append(routes, iptRoute(nat, sp, "external", prefix[:len(prefix)-1], ext, policy))
-		} else {
-			routes = append(routes, Route{Traffic: "external", Chains: prefix, Hops: []RouteHop{}})
-		}
-	}
-	pp.Routes = routes
 	if hasEndpoints(exp) {
 		pp.Firewall = iptFirewall(nat, sp, kubeproxy.Family(pp.Family), node, fw)
 	}
@@ -661,24 +666,6 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	for _, c := range []string{svc, svl, ext, fw} {
 		if ch := nat.Chain(c); ch != nil && len(ch.Rules) == 0 {
 			pp.EmptyChains = append(pp.EmptyChains, c)
-		}
-	}
-	joinEndpoints(&pp, sp, exp)
-	for _, ep := range pp.Endpoints {
-		if ep.Expected && !ep.InRules {
-			if c := EndpointChain(spn, proto, ep.Endpoint); nat.Chain(c) != nil {
-				if pp.OrphanChains == nil {
-					pp.OrphanChains = map[string]string{}
-				}
-				pp.OrphanChains[ep.Endpoint] = c
-			}
-		}
-	}
-	for _, r := range pp.Routes {
-		for _, h := range r.Hops {
-			if h.Chain != "" && h.Endpoint != "" && EndpointChain(spn, proto, h.Endpoint) != h.Chain {
-				pp.Misnamed = append(pp.Misnamed, MisnamedHop{Chain: h.Chain, Endpoint: h.Endpoint})
-			}
 		}
 	}
 	return pp
@@ -721,51 +708,6 @@ func hasEntryFor(entries []Entry, address string, kinds ...string) bool {
 		}
 	}
 	return false
-}
-
-// iptRoute follows chains (the last one holds the probability cascade).
-func iptRoute(nat *inspect.IPTable, sp *ServicePort, traffic string, prefix []string, chains ...string) Route {
-	rt := Route{Traffic: traffic, Chains: append(append([]string{}, prefix...), chains...), Hops: []RouteHop{}}
-	last := nat.Chain(chains[len(chains)-1])
-	if last == nil {
-		return rt
-	}
-	remaining := 1.0
-	for _, r := range last.Rules {
-		if !strings.HasPrefix(r.Target, kubeproxy.PrefixEndpoint) {
-			continue
-		}
-		if rec := recentOf(r); rec != nil && rec.Rcheck {
-			rt.AffinitySeconds = rec.Seconds
-			continue // affinity: only returning clients, not the share
-		}
-		share := remaining
-		if r.Random && r.Probability > 0 {
-			share = remaining * r.Probability
-		} else if r.Random && r.Probability == 0 && nat.FromNFT {
-			share = remaining // an xt statistic match without its argument
-		}
-		remaining -= share
-		hop := RouteHop{Chain: r.Target, Share: share, Rule: r.Text}
-		if sep := nat.Chain(r.Target); sep != nil {
-			hop.Endpoint = dnatTarget(sep)
-		}
-		if hop.Endpoint == "" {
-			// nft cannot show some DNATs of iptables-nft (IPv6): the name
-			// still says which endpoint it is.
-			for _, ep := range sp.Endpoints {
-				if EndpointChain(sp.String(), sp.Proto(), ep.String()) == r.Target {
-					hop.Endpoint = ep.String()
-				}
-			}
-		}
-		rt.Hops = append(rt.Hops, hop)
-		rt.ShareSum += share
-		if remaining <= 0 {
-			remaining = 0
-		}
-	}
-	return rt
 }
 
 func recentOf(r *inspect.IPRule) *inspect.Recent {
@@ -904,45 +846,8 @@ func explainNFTables(sp *ServicePort, t *inspect.NFTTable, idx *nftIndex, fam ku
 			pp.Entries = append(pp.Entries, e)
 		}
 	}
-	exp := expect(sp, fam, node)
-	internalChain := entryTarget["clusterIP"]
-	if internalChain == "" {
-		internalChain = svc
-		if sp.InternalLocal {
-			internalChain = local
-		}
-	}
 	pp.Firewall = nftFirewall(t, sp, fam, node, fw)
-	if t.Chain(internalChain) != nil {
-		pp.Routes = append(pp.Routes, nftRoute(t, "internal", []string{"services", internalChain}))
-	}
-	if hasExternal(sp) {
-		if c := t.Chain(ext); c != nil {
-			policy := ""
-			for _, r := range c.Rules {
-				for _, g := range append(append([]string{}, r.Info.Gotos...), r.Info.Jumps...) {
-					if g == svc || g == local {
-						policy = g // the last one: pod/local traffic short-circuits go first
-					}
-				}
-			}
-			if policy != "" {
-				pp.Routes = append(pp.Routes, nftRoute(t, "external", []string{"services", ext, policy}))
-			}
-		}
-	}
 	missingEntries(&pp, sp, entryTarget)
-	joinEndpoints(&pp, sp, exp)
-	for _, r := range pp.Routes {
-		for _, h := range r.Hops {
-			if h.Chain == "" || h.Endpoint == "" {
-				continue
-			}
-			if n, ok := ParseNFTName(h.Chain); ok && !n.Truncated && n.Endpoint != "" && n.Endpoint != h.Endpoint {
-				pp.Misnamed = append(pp.Misnamed, MisnamedHop{Chain: h.Chain, Endpoint: h.Endpoint, NameSays: n.Endpoint})
-			}
-		}
-	}
 	return pp
 }
 
@@ -955,55 +860,6 @@ func elementText(el *knftables.Element) string {
 		s += " : " + strings.Join(el.Value, " . ")
 	}
 	return s
-}
-
-// nftRoute reads the last chain's load balancing: a numgen DNAT map, a
-// numgen verdict map of endpoint chains, or a single DNAT.
-func nftRoute(t *inspect.NFTTable, traffic string, chains []string) Route {
-	rt := Route{Traffic: traffic, Chains: chains, Hops: []RouteHop{}}
-	c := t.Chain(chains[len(chains)-1])
-	if c == nil {
-		return rt
-	}
-	for _, r := range c.Rules {
-		in := r.Info
-		switch {
-		case len(in.Sets) > 0 && len(in.Gotos) > 0 && in.Numgen == 0:
-			// ip saddr @affinity-X goto endpoint-X: returning clients only.
-			if s := t.Set(in.Sets[0]); s != nil && s.Timeout != nil {
-				rt.AffinitySeconds = int(s.Timeout.Seconds())
-			}
-		case in.Numgen > 0:
-			entries := numgenEntries(r.Rule.Rule)
-			for i := 0; i < in.Numgen; i++ {
-				if i >= len(in.NumgenTargets) || in.NumgenTargets[i] == "" {
-					continue
-				}
-				target := in.NumgenTargets[i]
-				hop := RouteHop{Share: 1 / float64(in.Numgen), Rule: entries.rule(r.Rule.Rule, i)}
-				if ec := t.Chain(target); ec != nil {
-					hop.Chain = target
-					hop.Endpoint = nftChainDNAT(ec)
-				} else {
-					hop.Endpoint = target
-				}
-				rt.Hops = append(rt.Hops, hop)
-				rt.ShareSum += hop.Share
-			}
-		case len(in.DNAT) == 1:
-			rt.Hops = append(rt.Hops, RouteHop{Endpoint: in.DNAT[0], Share: 1, Rule: r.Rule.Rule})
-			rt.ShareSum++
-		case len(in.Gotos) == 1 && strings.HasPrefix(in.Gotos[0], kubeproxy.NFTPrefixEndpoint):
-			ec := t.Chain(in.Gotos[0])
-			hop := RouteHop{Chain: in.Gotos[0], Share: 1, Rule: r.Rule.Rule}
-			if ec != nil {
-				hop.Endpoint = nftChainDNAT(ec)
-			}
-			rt.Hops = append(rt.Hops, hop)
-			rt.ShareSum++
-		}
-	}
-	return rt
 }
 
 // mapEntries are the entries of a rule's inline numgen map by key, and

@@ -93,6 +93,8 @@ const (
 	ProblemMisnamed          = "misnamedChain"     // a chain's name belongs to another endpoint
 	ProblemSourceRanges      = "sourceRanges"      // loadBalancerSourceRanges not as programmed
 	ProblemRemovedJump       = "removedJump"       // an endpoint chain is there, the jump to it is gone
+	ProblemDropped           = "dropped"           // the walk's connections are dropped or rejected where they should not be
+	ProblemNoMasquerade      = "noMasquerade"      // external traffic of a Cluster policy is not masqueraded
 )
 
 // attribution is the node's chains attributed, computed once per Node.

@@ -222,7 +222,7 @@ func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEnt
 						// Which endpoints each kind of traffic reaches:
 						// with a Local policy the nodes rightly differ
 						// here while all reach every endpoint somehow.
-						add(k, DiffEntry{What: "route", Kind: r.Traffic, Detail: h.Endpoint, Chain: h.Chain})
+						add(k, DiffEntry{What: "route", Kind: routeKind(r), Detail: h.Endpoint, Chain: h.Chain})
 					}
 				}
 				for _, ep := range pp.Endpoints {
@@ -244,6 +244,16 @@ func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEnt
 		}
 	}
 	return out, unowned
+}
+
+// routeKind names a route's traffic: internal (from a pod), external
+// (from outside), and those walked from elsewhere ("external from pod").
+func routeKind(r correlate.Route) string {
+	switch {
+	case r.From == "" || r.Traffic == "internal" && r.From == "pod" || r.Traffic == "external" && r.From == "outside":
+		return r.Traffic
+	}
+	return r.Traffic + " from " + r.From
 }
 
 func minus(a, b map[string]DiffEntry) []DiffEntry {

@@ -60,8 +60,10 @@ func TestDiffBeforeAndAfterChurn(t *testing.T) {
 		"load/svc-001:http": {map[string]int{"endpoint": 10}, map[string]int{"stale chain": 10}},
 		// 20 → 30.
 		"load/svc-002:http": {map[string]int{}, map[string]int{"endpoint": 10}},
-		// Deleted: the cluster IP no longer leads anywhere; SVC + 20 SEP linger.
-		"load/svc-003:http": {map[string]int{"entry": 1}, map[string]int{"stale chain": 21}},
+		// Deleted: the cluster IP no longer leads anywhere, so no endpoint
+		// is reached on B (walked: the SVC and 20 SEP chains that linger
+		// reach nothing).
+		"load/svc-003:http": {map[string]int{"entry": 1, "endpoint": 20}, map[string]int{"stale chain": 21}},
 	} {
 		g := got[spn]
 		if !equalCounts(g.onlyA, w.onlyA) || !equalCounts(g.onlyB, w.onlyB) {

@@ -257,6 +257,7 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 		}
 	}
 	var missing, extra, terminating, unexpected []string
+	var emptied, orphaned []string
 	inSlices := 0
 	for _, p := range pp.Endpoints {
 		if p.InSlices {
@@ -266,6 +267,10 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 		case p.ExpectedUnknown:
 			// Topology decides, and the input cannot: neither missing
 			// nor unexpected.
+		case p.Expected && !p.InRules && pp.EmptyEndpointChains[p.Endpoint] != "":
+			emptied = append(emptied, p.Endpoint)
+		case p.Expected && !p.InRules && pp.OrphanChains[p.Endpoint] != "":
+			orphaned = append(orphaned, p.Endpoint)
 		case p.Expected && !p.InRules:
 			missing = append(missing, p.Endpoint)
 		case p.InRules && !p.InSlices:
@@ -278,9 +283,16 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 			unexpected = append(unexpected, p.Endpoint)
 		}
 	}
+	for _, ep := range emptied {
+		problem(SeverityError, ProblemEmptyChain, []string{ep}, "endpoint chain %s of %s is empty (flushed by hand or by another program?): the kernel skips it, so %s gets no new connections and its share goes to the next endpoint; kube-proxy rewrites it only when this Service's endpoints change or on its next full sync", pp.EmptyEndpointChains[ep], ep, ep)
+	}
+	for _, ep := range orphaned {
+		problem(SeverityError, ProblemRemovedJump, []string{ep}, "endpoint chain %s of %s is there, but no rule jumps to it any more (deleted by hand or by another program?): %s gets no new connections; kube-proxy restores the jump only when this Service's endpoints change or on its next full sync", pp.OrphanChains[ep], ep, ep)
+	}
 	if len(missing) > 0 {
 		problem(SeverityError, ProblemMissingEndpoints, missing, "%s in the EndpointSlices and should be programmed, but no rule reaches %s: propagation lag or a failed sync", listEndpoints(missing), them(missing))
 	}
+	judgeRouteOutcomes(pp, problem)
 	if len(extra) > 0 {
 		problem(SeverityError, ProblemExtraEndpoints, extra, "%s in the rules but not in the EndpointSlices: connections may go to pods that are gone", listEndpoints(extra))
 	}
@@ -300,10 +312,10 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 		}
 		problem(SeverityInfo, "", nil, "the EndpointSlices carry topology hints, so this node uses only some endpoints, but %s; which endpoints belong in the rules was not checked", what)
 	}
-	if haveInternal && math.Abs(internalSum-1) > 1e-6 {
+	if haveInternal && math.Abs(internalSum-1) > 1e-6 && !routeOthersJudged(pp, "internal") {
 		problem(SeverityError, ProblemShares, nil, "the endpoint shares of cluster-IP traffic add up to %.4f, not 1: some new connections match no endpoint", internalSum)
 	}
-	if haveExternal && math.Abs(externalSum-1) > 1e-6 {
+	if haveExternal && math.Abs(externalSum-1) > 1e-6 && !routeOthersJudged(pp, "external") {
 		problem(SeverityError, ProblemShares, nil, "the endpoint shares of external traffic add up to %.4f, not 1", externalSum)
 	}
 	expectedAny := pp.InternalExpected > 0
@@ -317,6 +329,87 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 	if expectedAny && hasEntry(pp.Entries, "noEndpoints") {
 		problem(SeverityError, ProblemRejectedWithReady, nil, "connections are rejected as \"no endpoints\" although the EndpointSlices have ready endpoints: kube-proxy has not caught up")
 	}
+}
+
+// judgeRouteOutcomes judges what the walks found besides endpoints: new
+// connections dropped or rejected by a rule kube-proxy does not write, or
+// by kube-proxy's own while endpoints are there for that traffic;
+// external traffic of a Cluster policy that is not masqueraded.
+func judgeRouteOutcomes(pp *correlate.PortPath, problem func(Severity, string, []string, string, ...any)) {
+	for _, r := range pp.Routes {
+		for _, o := range r.Other {
+			if o.Verdict != "drop" && o.Verdict != "reject" || o.Share < 1e-9 {
+				continue
+			}
+			verb := map[string]string{"drop": "dropped", "reject": "rejected"}[o.Verdict]
+			who := fmt.Sprintf("%s %s", routeName(r), r.Address)
+			switch {
+			case !o.KubeProxys:
+				problem(SeverityError, ProblemDropped, nil, "%.1f%% of new connections to %s are %s by %s, a rule kube-proxy does not write: %s", o.Share*100, who, verb, o.Chain, o.Rule)
+			case routeExpectsEndpoints(pp, r):
+				problem(SeverityError, ProblemDropped, nil, "%.1f%% of new connections to %s are %s by kube-proxy's %s although endpoints are there for them: kube-proxy has not caught up (%s)", o.Share*100, who, verb, o.Chain, o.Rule)
+			}
+		}
+		if r.Traffic == "external" && r.From == "outside" && !pp.LocalPolicy && walkedDNAT(r) && !r.Masquerade {
+			problem(SeverityWarning, ProblemNoMasquerade, nil, "external connections to %s are not masqueraded although the external policy is Cluster: the endpoint answers the client from its own address, which the client does not expect (the masquerade mark set and the one POSTROUTING tests differ? see masq)", r.Address)
+		}
+	}
+}
+
+// walkedDNAT: some of the route's endpoints were reached by a DNAT the
+// walk saw (not only named by their chains).
+func walkedDNAT(r correlate.Route) bool {
+	for _, h := range r.Hops {
+		if !h.ByName {
+			return true
+		}
+	}
+	return false
+}
+
+// routeOthersJudged: the route's shares fall short because of outcomes
+// judged on their own (a drop, a reject), not because rules are missing.
+func routeOthersJudged(pp *correlate.PortPath, traffic string) bool {
+	for _, r := range pp.Routes {
+		if r.Traffic != traffic {
+			continue
+		}
+		for _, o := range r.Other {
+			if o.Verdict == "drop" || o.Verdict == "reject" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// routeExpectsEndpoints: kube-proxy should send this route's traffic to
+// endpoints (cluster traffic when some are expected; external traffic
+// from outside unless a Local policy has none here).
+func routeExpectsEndpoints(pp *correlate.PortPath, r correlate.Route) bool {
+	if r.Traffic == "internal" {
+		return pp.InternalExpected > 0
+	}
+	for _, ep := range pp.Endpoints {
+		if ep.Expected && (!pp.LocalPolicy || ep.Local || r.From != "outside") {
+			return true
+		}
+	}
+	return false
+}
+
+func routeName(r correlate.Route) string {
+	name := map[string]string{"clusterIP": "the cluster IP", "nodePort": "the node port", "externalIP": "the external IP", "loadBalancerIP": "the load-balancer IP"}[r.Entry]
+	if name == "" {
+		name = r.Traffic + " traffic"
+	}
+	switch r.From {
+	case "pod":
+		return name + " (from a pod)"
+	case "node":
+		return name + " (from the node)"
+	}
+	return name
 }
 
 func hasEntry(entries []correlate.Entry, kind string) bool {

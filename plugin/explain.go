@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -367,8 +368,22 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 		for _, ep := range pp.Endpoints {
 			byEndpoint[ep.Endpoint] = ep
 		}
-		for _, r := range pp.Routes {
-			parts := []string{r.Traffic + ":"}
+		var internal *correlate.Route
+		for i, r := range pp.Routes {
+			if r.Traffic == "internal" && internal == nil {
+				internal = &pp.Routes[i]
+			}
+			label := r.Traffic + routeFromWords(r)
+			if internal != nil && r.From != "outside" && r.Traffic == "external" && sameHops(r, *internal) && len(r.Other) == 0 {
+				// a Local policy's pods and node: as cluster traffic
+				line := label + ": the endpoints of internal"
+				if r.Masquerade {
+					line += ", masqueraded"
+				}
+				root.Child(line)
+				continue
+			}
+			parts := []string{label + ":"}
 			for i, c := range r.Chains {
 				if i > 0 {
 					parts = append(parts, "→ "+name(c, avail1-4))
@@ -384,6 +399,9 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 				ep := byEndpoint[h.Endpoint]
 				hop := []string{percent(h.Share) + " "}
 				dnat := "DNAT " + h.Endpoint
+				if h.ByName {
+					dnat = h.Endpoint + " (by name)"
+				}
 				if h.Chain != "" {
 					hop = append(hop, name(h.Chain, avail2-2))
 					dnat = "→ " + dnat
@@ -391,8 +409,22 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 				hop = append(hop, dnat, " "+sliceState(st, ep))
 				rt.Child(fitParts(avail2, "  ", " ", hop...))
 			}
-			if len(r.Hops) == 0 {
+			for _, o := range r.Other {
+				style := st.warn
+				if !o.KubeProxys {
+					style = st.bad
+				}
+				what := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "not DNATed: accepted as it is", "unknown": "not known"}[o.Verdict]
+				if o.Chain != "" {
+					what += " in " + name(o.Chain, avail2-20)
+				}
+				rt.Child(style.Render(fitParts(avail2, "  ", " ", percent(o.Share)+" ", what)))
+			}
+			if len(r.Hops) == 0 && len(r.Other) == 0 {
 				rt.Child(st.warn.Render("no endpoint"))
+			}
+			if r.Note != "" {
+				rt.Child(st.dim.Render(wrap(r.Note, avail2)))
 			}
 			root.Child(rt)
 		}
@@ -441,6 +473,34 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 	}
 	renderNotChecked(out, t, ex.NotChecked)
 	return nil
+}
+
+// routeFromWords: where a route's connections start, when not where its
+// kind of traffic usually does (cluster traffic from pods, external from
+// outside).
+func routeFromWords(r correlate.Route) string {
+	switch {
+	case r.From == "" || r.Traffic == "internal" && r.From == "pod" || r.Traffic == "external" && r.From == "outside":
+		return ""
+	case r.From == "pod":
+		return " from a pod on the node"
+	case r.From == "node":
+		return " from the node"
+	}
+	return " from " + r.From
+}
+
+// sameHops: two routes reach the same endpoints with the same shares.
+func sameHops(a, b correlate.Route) bool {
+	if len(a.Hops) != len(b.Hops) {
+		return false
+	}
+	for i := range a.Hops {
+		if a.Hops[i].Endpoint != b.Hops[i].Endpoint || math.Abs(a.Hops[i].Share-b.Hops[i].Share) > 1e-9 {
+			return false
+		}
+	}
+	return true
 }
 
 // renderNotChecked lists what a report could not check, and what to pass.
