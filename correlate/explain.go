@@ -91,6 +91,8 @@ type PortPath struct {
 	// StandIns are what the walks had to make up, as the node's address
 	// for its node port, when the input does not say it.
 	StandIns []string `json:"-"`
+
+	exp expectation // what kube-proxy should program here, for the walks' join
 }
 
 // MissingEntry is an address of the service no rule or element catches.
@@ -643,6 +645,7 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	}
 
 	exp := expect(sp, kubeproxy.Family(pp.Family), node)
+	pp.exp = exp
 	if hasEndpoints(exp) {
 		pp.Firewall = iptFirewall(nat, sp, kubeproxy.Family(pp.Family), node, fw)
 	}
@@ -847,6 +850,7 @@ func explainNFTables(sp *ServicePort, t *inspect.NFTTable, idx *nftIndex, fam ku
 		}
 	}
 	pp.Firewall = nftFirewall(t, sp, fam, node, fw)
+	pp.exp = expect(sp, fam, node)
 	missingEntries(&pp, sp, entryTarget)
 	return pp
 }

@@ -194,10 +194,11 @@ func (l *TraceLabels) Endpoint(ep string) (EndpointLabel, bool) {
 // the name of the endpoint chain whose target nft did not show: the chain
 // of the outcome's last hop.
 func (l *TraceLabels) OutcomeEndpoint(o evaluate.Outcome) string {
-	if len(o.Path) == 0 {
+	last, ok := lastHop(o)
+	if !ok {
 		return ""
 	}
-	return l.Chain(o.Path[len(o.Path)-1].Chain, "").Endpoint
+	return l.Chain(last.Chain, "").Endpoint
 }
 
 // PodSource picks an address of prefix for "a pod on this node": the

@@ -198,12 +198,14 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 		src = externalSource(sp, fam)
 	}
 	pkt := evaluate.Packet{Family: fam, Protocol: sp.Proto(), Src: netip.AddrPortFrom(src, 40000), Dst: e.Dst, Origin: origin}
-	res := w.ev.Walk(pkt, evaluate.Options{})
+	res := w.ev.Walk(pkt, evaluate.Options{Brief: true})
 	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Chains: []string{}, Hops: []RouteHop{}}
-	var sum evaluate.Prob
+	sum := 0.0
 	type hopKey struct{ endpoint, chain string }
 	hopAt := map[hopKey]int{}
 	var best evaluate.Outcome
+	haveBest := false
+	maps := map[string]mapEntries{} // the numgen maps of the route's rules, read once
 	for _, o := range res.Outcomes {
 		if !preferredCase(o.Assumes) {
 			continue
@@ -212,13 +214,13 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 			rt.AffinitySeconds = o.Affinity.Seconds
 		}
 
-		if best.Path == nil || o.Probability.Cmp(best.Probability) > 0 && (o.DNAT || !best.DNAT) || o.DNAT && !best.DNAT {
-			best = o
+		if !haveBest || o.Probability.Float64() > best.Probability.Float64() && (o.DNAT || !best.DNAT) || o.DNAT && !best.DNAT {
+			best, haveBest = o, true
 		}
 		hop, ok := RouteHop{}, false
 		switch o.Verdict {
 		case evaluate.VerdictDNAT:
-			hop, ok = dnatHop(o), true
+			hop, ok = dnatHop(o, maps), true
 		case evaluate.VerdictUnknown:
 			hop, ok = namedHop(o, sp)
 		}
@@ -226,7 +228,7 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 			rt.Other = append(rt.Other, outcomeOf(o))
 			continue
 		}
-		sum = sum.Add(o.Probability)
+		sum += o.Probability.Float64()
 		if o.Masquerade {
 			rt.Masquerade = true
 		}
@@ -238,8 +240,8 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 		hopAt[k] = len(rt.Hops)
 		rt.Hops = append(rt.Hops, hop)
 	}
-	rt.ShareSum = sum.Float64()
-	rt.Chains = routeChains(best.Path)
+	rt.ShareSum = sum
+	rt.Chains = routeChains(best.Hops())
 	for _, n := range res.NotModelled {
 		if strings.Contains(n.What, "affinity record") || slices.Contains(rt.Assumed, n.What) {
 			continue
@@ -276,11 +278,8 @@ func kubeProxyHidden(a evaluate.Assumption) bool {
 // that names one of sp's endpoints (nft does not show iptables-nft's IPv6
 // DNAT): the endpoint, by the chain's name.
 func namedHop(o evaluate.Outcome, sp *ServicePort) (RouteHop, bool) {
-	if len(o.Path) == 0 {
-		return RouteHop{}, false
-	}
-	last := o.Path[len(o.Path)-1]
-	if !kubeproxy.HasAnyPrefix(last.Chain, kubeproxy.PrefixEndpoint, kubeproxy.NFTPrefixEndpoint) {
+	last, ok := lastHop(o)
+	if !ok || !kubeproxy.HasAnyPrefix(last.Chain, kubeproxy.PrefixEndpoint, kubeproxy.NFTPrefixEndpoint) {
 		return RouteHop{}, false
 	}
 	ep := ""
@@ -297,21 +296,31 @@ func namedHop(o evaluate.Outcome, sp *ServicePort) (RouteHop, bool) {
 		return RouteHop{}, false
 	}
 	hop := RouteHop{Chain: last.Chain, Endpoint: ep, Share: o.Probability.Float64(), ByName: true}
-	for i := len(o.Path) - 1; i >= 0; i-- {
-		if h := o.Path[i]; h.Action == "jump "+last.Chain || h.Action == "goto "+last.Chain {
+	o.Backward(func(h evaluate.Hop) bool {
+		if (h.Verb == "jump" || h.Verb == "goto") && h.Target == last.Chain {
 			hop.Rule = h.Text
-			break
+			return false
 		}
-	}
+		return true
+	})
 	return hop, true
+}
+
+func lastHop(o evaluate.Outcome) (evaluate.Hop, bool) {
+	var last evaluate.Hop
+	found := false
+	o.Backward(func(h evaluate.Hop) bool {
+		last, found = h, true
+		return false
+	})
+	return last, found
 }
 
 // outcomeOf is a non-DNAT outcome as a route shows it: where it was
 // decided, and whether kube-proxy writes such a rule there.
 func outcomeOf(o evaluate.Outcome) RouteOutcome {
 	ro := RouteOutcome{Verdict: string(o.Verdict), Share: o.Probability.Float64()}
-	if n := len(o.Path); n > 0 {
-		last := o.Path[n-1]
+	if last, ok := lastHop(o); ok {
 		ro.Chain, ro.Rule = last.Chain, last.Text
 		ro.KubeProxys = kubeProxyVerdict(last)
 	}
@@ -333,32 +342,33 @@ func kubeProxyVerdict(h evaluate.Hop) bool {
 // dnatHop is a DNAT outcome as a route hop: its endpoint, the endpoint
 // chain that DNATed (none for nftables' inline maps) and the rule that
 // picked it.
-func dnatHop(o evaluate.Outcome) RouteHop {
+func dnatHop(o evaluate.Outcome, maps map[string]mapEntries) RouteHop {
 	hop := RouteHop{Endpoint: o.Destination.String(), Share: o.Probability.Float64()}
-	dnatAt := -1
-	for i, h := range o.Path {
-		if strings.HasPrefix(h.Action, "DNAT to ") {
-			dnatAt = i
-		}
-	}
-	if dnatAt < 0 {
-		return hop
-	}
-	d := o.Path[dnatAt]
-	if kubeproxy.HasAnyPrefix(d.Chain, kubeproxy.PrefixEndpoint, kubeproxy.NFTPrefixEndpoint) {
-		hop.Chain = d.Chain
-		// the rule that sent the packet into the endpoint chain
-		for i := dnatAt - 1; i >= 0; i-- {
-			h := o.Path[i]
-			if h.Action == "jump "+d.Chain || h.Action == "goto "+d.Chain {
-				hop.Rule = onlyEntry(h.Text, d.Chain)
-				return hop
+	var dnat evaluate.Hop
+	found, done := false, false
+	o.Backward(func(h evaluate.Hop) bool {
+		switch {
+		case !found:
+			if h.Verb == "dnat" {
+				dnat, found = h, true
+				if !kubeproxy.HasAnyPrefix(h.Chain, kubeproxy.PrefixEndpoint, kubeproxy.NFTPrefixEndpoint) {
+					hop.Rule = onlyEntry(maps, h.Text, mapData(o.Destination))
+					done = true
+					return false
+				}
+				hop.Chain = h.Chain
 			}
+		case (h.Verb == "jump" || h.Verb == "goto") && h.Target == dnat.Chain:
+			// the rule that sent the packet into the endpoint chain
+			hop.Rule = onlyEntry(maps, h.Text, dnat.Chain)
+			done = true
+			return false
 		}
-		hop.Rule = d.Text
-		return hop
+		return true
+	})
+	if found && !done {
+		hop.Rule = dnat.Text
 	}
-	hop.Rule = onlyEntry(d.Text, mapData(o.Destination))
 	return hop
 }
 
@@ -371,8 +381,12 @@ func mapData(ap netip.AddrPort) string {
 // onlyEntry is a rule with a numgen map cut to the entry that holds want
 // (the whole map, once per hop, would make output grow with the square of
 // the endpoints); the rule as it is otherwise.
-func onlyEntry(rule, want string) string {
-	m := numgenEntries(rule)
+func onlyEntry(maps map[string]mapEntries, rule, want string) string {
+	m, ok := maps[rule]
+	if !ok {
+		m = numgenEntries(rule)
+		maps[rule] = m
+	}
 	for k, entry := range m.byKey {
 		if strings.Contains(entry, want) {
 			return m.rule(rule, k)
@@ -392,16 +406,13 @@ func routeChains(path []evaluate.Hop) []string {
 		if h.Table != kubeproxy.TableNAT && h.Table != kubeproxy.NFTTable || hook != "" && h.Hook != hook {
 			continue
 		}
-		if strings.HasPrefix(h.Action, "DNAT to ") && hook != "" {
+		if h.Verb == "dnat" && hook != "" {
 			break
 		}
-		target, ok := strings.CutPrefix(h.Action, "jump ")
-		if !ok {
-			target, ok = strings.CutPrefix(h.Action, "goto ")
-		}
-		if !ok {
+		if h.Verb != "jump" && h.Verb != "goto" {
 			continue
 		}
+		target := h.Target
 		if hook == "" {
 			if target != kubeproxy.ChainServices && target != "services" {
 				continue
@@ -448,7 +459,7 @@ func (x *explainer) walkRoutes(pp *PortPath, sp *ServicePort, fam kubeproxy.Fami
 		}
 	}
 	pp.StandIns = w.standIns
-	joinEndpoints(pp, sp, expect(sp, fam, nv))
+	joinEndpoints(pp, sp, pp.exp)
 	spn, proto := sp.String(), sp.Proto()
 	if pp.Mode == string(kubeproxy.ModeIPTables) {
 		nat := findIPTable(x.rs, fam, kubeproxy.TableNAT, "")

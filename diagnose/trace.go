@@ -407,7 +407,7 @@ func labelTrace(res *evaluate.Result, e correlate.TraceEntry, labels *correlate.
 		for _, h := range o.Path {
 			owner := labels.Chain(h.Chain, comment)
 			to.Path = append(to.Path, TraceHop{Hop: h, ServicePort: owner.ServicePort, Endpoint: owner.Endpoint})
-			comment = ruleComment(h.Text)
+			comment = commentOf(h.Text)
 		}
 		if o.Affinity != nil {
 			if pt.Affinity == nil {
@@ -441,8 +441,8 @@ func ptrTrue() *bool {
 	return &t
 }
 
-// ruleComment is the comment of rule text, "" when it has none.
-func ruleComment(text string) string {
+// commentOf is the comment of rule text, "" when it has none.
+func commentOf(text string) string {
 	for _, marker := range []string{`--comment "`, `comment "`} {
 		if i := strings.Index(text, marker); i >= 0 {
 			rest := text[i+len(marker):]

@@ -183,7 +183,7 @@ func (w *walk) assumeBoth(t *thread, ch chainRef, i int, what string, holdsForMa
 func (w *walk) branches(t *thread, ch chainRef, i int, conds []cond, matched func(*thread) effect) []branch {
 	for _, c := range conds {
 		if t.known(c).kind == condFalse {
-			return []branch{{t: t}}
+			return w.result(t, effect{}, nil)
 		}
 	}
 	var forks []branch
@@ -194,12 +194,12 @@ func (w *walk) branches(t *thread, ch chainRef, i int, conds []cond, matched fun
 			forks = append(forks, branch{t: miss})
 		}
 		if !ok {
-			return append([]branch{{t: t}}, forks...)
+			return w.result(t, effect{}, forks)
 		}
 	}
 	eff := matched(t)
 	if eff.share == nil {
 		eff.share = share
 	}
-	return append([]branch{{t: t, eff: eff}}, forks...)
+	return w.result(t, eff, forks)
 }

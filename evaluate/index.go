@@ -53,7 +53,7 @@ func (e *Evaluator) buildIndex(ch chainRef) *chainIndex {
 	for i, r := range ch.ic.Rules {
 		var a netip.Addr
 		if ch.ipt.FromNFT {
-			a = nftOnlyDst(e.statements(r.Text))
+			a = nftOnlyDst(e.statements(r, r.Text))
 		} else {
 			a = iptOnlyDst(e.iptSpec(r))
 		}
@@ -111,10 +111,11 @@ func hostOf(s string) netip.Addr {
 }
 
 // setKey names a set or map of a table, with the types of the key it is
-// looked up with.
+// looked up with (up to 8 parts; more fall to the list).
 type setKey struct {
 	elems *[]*knftables.Element
-	types string
+	types [8]fieldType
+	n     int
 }
 
 // elemIndex finds the elements of a set or map by key: by hash when every
@@ -127,18 +128,24 @@ type elemIndex struct {
 // lookup returns the first element whose key matches vals; ok false when
 // an element's key cannot be read as the types of vals.
 func (e *Evaluator) lookup(elems *[]*knftables.Element, vals []value) (*knftables.Element, bool) {
-	var sig strings.Builder
-	for _, v := range vals {
-		sig.WriteByte(byte('a' + v.t))
+	k := setKey{elems: elems, n: len(vals)}
+	for i, v := range vals {
+		if i < len(k.types) {
+			k.types[i] = v.t
+		}
 	}
-	k := setKey{elems: elems, types: sig.String()}
 	idx := e.sets[k]
 	if idx == nil {
 		idx = buildElemIndex(*elems, vals)
+		if len(vals) > len(k.types) {
+			idx.exact = nil
+			idx.list = *elems
+		}
 		e.sets[k] = idx
 	}
 	if idx.exact != nil {
-		return idx.exact[canonicalKey(vals)], true
+		e.keyBuf = appendCanonicalKey(e.keyBuf[:0], vals)
+		return idx.exact[string(e.keyBuf)], true // no copy of the key
 	}
 	for _, el := range idx.list {
 		m, ok := keyMatches(el.Key, vals)
@@ -182,24 +189,23 @@ func buildElemIndex(elems []*knftables.Element, vals []value) *elemIndex {
 	return &elemIndex{exact: exact}
 }
 
-// canonicalKey and canonicalWords spell a key the same way from the
-// packet's values and from an element's words.
-func canonicalKey(vals []value) string {
-	var b strings.Builder
+// appendCanonicalKey and canonicalWords spell a key the same way from
+// the packet's values and from an element's words.
+func appendCanonicalKey(b []byte, vals []value) []byte {
 	for j, v := range vals {
 		if j > 0 {
-			b.WriteByte(' ')
+			b = append(b, ' ')
 		}
 		switch v.t {
 		case tAddr:
-			b.WriteString(v.addr.Unmap().String())
+			b = v.addr.Unmap().AppendTo(b)
 		case tPort, tNum, tProto:
-			b.WriteString(strconv.FormatUint(v.num, 10))
+			b = strconv.AppendUint(b, v.num, 10)
 		default:
-			b.WriteString(v.str)
+			b = append(b, v.str...)
 		}
 	}
-	return b.String()
+	return b
 }
 
 func canonicalWords(key []string, vals []value) (string, bool) {

@@ -17,7 +17,8 @@ func (w *walk) evalIPT(t *thread, ch chainRef, i int, r *iptRule) []branch {
 				return effect{act: actUnknown, what: "the target of a rule that could not be read"}
 			})
 	}
-	conds := make([]cond, 0, 8)
+	conds := w.conds[:0]
+	defer func() { w.conds = conds[:0] }()
 	for _, m := range r.spec.Matches {
 		if m.Module == "recent" {
 			conds = append(conds, w.recentMatch(m))
@@ -27,7 +28,7 @@ func (w *walk) evalIPT(t *thread, ch chainRef, i int, r *iptRule) []branch {
 			c := w.iptOption(t, m.Module, o)
 			conds = append(conds, c)
 			if c.kind == condFalse {
-				return []branch{{t: t}}
+				return w.result(t, effect{}, nil)
 			}
 		}
 		if m.Module != "" && len(m.Options) == 0 && !moduleAlwaysMatches(m.Module) {
@@ -424,11 +425,11 @@ func (w *walk) iptTarget(t *thread, ch chainRef, s *ruleargs.Spec) effect {
 		}
 		t.masq, t.natSrc = true, true
 		t.ctstatus |= ctsSNAT
-		return effect{act: actNAT, what: "SNAT to " + to}
+		return effect{act: actNAT, verb: "snat", what: w.words("SNAT to " + to)}
 	case "MASQUERADE":
 		t.masq, t.natSrc = true, true
 		t.ctstatus |= ctsSNAT
-		return effect{act: actNAT, what: "masquerade"}
+		return effect{act: actNAT, verb: "masquerade", what: "masquerade"}
 	case "REDIRECT":
 		return w.redirect(t, opt("--to-ports"))
 	case "MARK":
@@ -437,6 +438,9 @@ func (w *walk) iptTarget(t *thread, ch chainRef, s *ruleargs.Spec) effect {
 			return effect{act: actUnknown, what: "MARK " + optionsText(s.TargetOptions)}
 		}
 		t.mark = (t.mark &^ m) ^ v
+		if w.opts.Brief {
+			return effect{act: actNext}
+		}
 		return effect{act: actNext, what: fmt.Sprintf("mark %#x/%#x → %#x", v, m, t.mark)}
 	case "CONNMARK":
 		return w.connmark(t, s.TargetOptions)
@@ -554,6 +558,9 @@ func (w *walk) connmark(t *thread, opts []ruleargs.Option) effect {
 	default:
 		return effect{act: actUnknown, what: "CONNMARK " + optionsText(opts)}
 	}
+	if w.opts.Brief {
+		return effect{act: actNext}
+	}
 	return effect{act: actNext, what: fmt.Sprintf("connmark %s (mark %#x, connection mark %#x)", optionsText(opts), t.mark, t.ctmark)}
 }
 
@@ -572,12 +579,19 @@ func (w *walk) dnatTo(t *thread, to string) effect {
 		}
 		p = n
 	}
-	nd := netip.AddrPortFrom(a, p)
+	return w.dnatAddr(t, netip.AddrPortFrom(a, p))
+}
+
+// dnatAddr rewrites the destination to nd.
+func (w *walk) dnatAddr(t *thread, nd netip.AddrPort) effect {
 	if nd != t.dst {
 		t.ctstatus |= ctsDNAT
 	}
 	t.dst, t.dnat, t.natDst = nd, true, true
-	return effect{act: actNAT, what: "DNAT to " + nd.String()}
+	if w.opts.Brief {
+		return effect{act: actNAT, verb: "dnat"}
+	}
+	return effect{act: actNAT, verb: "dnat", what: "DNAT to " + nd.String()}
 }
 
 // redirect rewrites the destination to the node itself (the incoming
@@ -611,7 +625,7 @@ func (w *walk) redirect(t *thread, ports string) effect {
 	nd := netip.AddrPortFrom(a, p)
 	t.dst, t.dnat, t.natDst = nd, true, true
 	t.ctstatus |= ctsDNAT
-	return effect{act: actNAT, what: "redirect to " + nd.String()}
+	return effect{act: actNAT, verb: "redirect", what: w.words("redirect to " + nd.String())}
 }
 
 // splitHostPortText splits "10.0.0.1:80", "[fd00::1]:80", "10.0.0.1",

@@ -21,7 +21,7 @@ func (w *walk) evalNFT(t *thread, ch chainRef, i int, stmts []nft.Statement) []b
 		if eff.share == nil {
 			eff.share = share
 		}
-		return append([]branch{{t: t, eff: eff}}, others...)
+		return w.result(t, eff, others)
 	}
 	// match applies a condition; false when the rule ends for t.
 	match := func(c cond) bool {
@@ -321,19 +321,26 @@ func (w *walk) fibType(a netip.Addr) value {
 }
 
 // nftKey evaluates the key of a lookup: one selector or a concatenation.
+//
+// The values are scratch, valid until the next key is evaluated.
 func (w *walk) nftKey(t *thread, ch chainRef, e *nft.Expr) ([]value, cond) {
-	parts := []*nft.Expr{e}
-	if e.Kind == nft.ExprConcat {
-		parts = e.Args
+	vals := w.vals[:0]
+	if e.Kind != nft.ExprConcat {
+		v, c := w.nftValue(t, e)
+		if c.kind != condTrue {
+			return nil, c
+		}
+		w.vals = append(vals, v)
+		return w.vals, yes
 	}
-	vals := make([]value, 0, len(parts))
-	for _, p := range parts {
+	for _, p := range e.Args {
 		v, c := w.nftValue(t, p)
 		if c.kind != condTrue {
 			return nil, c
 		}
 		vals = append(vals, v)
 	}
+	w.vals = vals
 	return vals, yes
 }
 
@@ -466,8 +473,8 @@ func (w *walk) nftMatch(t *thread, ch chainRef, st nft.Statement) cond {
 	var m bool
 	switch st.Right.Kind {
 	case nft.ExprSetRef:
-		set := w.namedSet(ch, st.Right.Name)
-		if set == nil {
+		set, ok := w.namedSet(ch, st.Right.Name)
+		if !ok {
 			return unknown("set @%s (not in the input)", st.Right.Name)
 		}
 		el, ok := w.e.lookup(set.elements, vals)
@@ -479,7 +486,7 @@ func (w *walk) nftMatch(t *thread, ch chainRef, st nft.Statement) cond {
 			t.aff = &Affinity{Record: set.name, Seconds: set.timeout, Known: true, Pinned: m}
 		}
 	default:
-		words, ok := rhsAlternatives(st.Right)
+		words, ok := w.e.alternatives(st.Right)
 		if !ok {
 			return unknown("%s", st.Text)
 		}
@@ -537,6 +544,21 @@ func isNumberWord(s string) bool {
 		return a && b
 	}
 	return false
+}
+
+// alternatives are rhsAlternatives of e, worked out once.
+func (e *Evaluator) alternatives(x *nft.Expr) ([][]string, bool) {
+	if a, ok := e.alts[x]; ok {
+		return a.words, a.ok
+	}
+	words, ok := rhsAlternatives(x)
+	e.alts[x] = alternativeWords{words, ok}
+	return words, ok
+}
+
+type alternativeWords struct {
+	words [][]string
+	ok    bool
 }
 
 // rhsAlternatives are the keys a match's right side allows, as words: one
@@ -618,22 +640,22 @@ type namedSet struct {
 	affinity bool // a ClientIP-affinity set: dynamic, with a timeout
 }
 
-func (w *walk) namedSet(ch chainRef, name string) *namedSet {
+func (w *walk) namedSet(ch chainRef, name string) (namedSet, bool) {
 	if ch.nt == nil {
-		return nil
+		return namedSet{}, false
 	}
 	if s := ch.nt.Set(name); s != nil {
-		ns := &namedSet{name: s.Name, elements: &s.Elements}
+		ns := namedSet{name: s.Name, elements: &s.Elements}
 		if s.Timeout != nil {
 			ns.timeout = int(s.Timeout.Seconds())
 		}
 		ns.affinity = s.Timeout != nil || strings.HasPrefix(s.Name, kubeproxy.NFTPrefixAffinity)
-		return ns
+		return ns, true
 	}
 	if m := ch.nt.Map(name); m != nil {
-		return &namedSet{name: m.Name, elements: &m.Elements}
+		return namedSet{name: m.Name, elements: &m.Elements}, true
 	}
-	return nil
+	return namedSet{}, false
 }
 
 // mapLookup finds vals in the map m (a named one or an anonymous one):
@@ -674,7 +696,7 @@ func (w *walk) numgenFork(t *thread, ch chainRef, ng, m *nft.Expr, others []bran
 	apply func(th *thread, el *knftables.Element, value *nft.Expr) effect) []branch {
 	n := ng.Mod
 	if ng.Name != "random" && ng.Name != "inc" || n == 0 || n > 1<<16 {
-		return append([]branch{{t: t, eff: effect{act: actUnknown, what: ng.String()}}}, others...)
+		return w.result(t, effect{act: actUnknown, what: ng.String()}, others)
 	}
 	share := Fraction(1, n)
 	each := t.prob.Mul(share)
@@ -705,18 +727,18 @@ func (w *walk) nftNAT(t *thread, ch chainRef, st nft.Statement, others []branch,
 		if eff.share == nil {
 			eff.share = share
 		}
-		return append([]branch{{t: t, eff: eff}}, others...)
+		return w.result(t, eff, others)
 	}
 	switch st.NAT {
 	case "masquerade":
 		t.masq, t.natSrc = true, true
 		t.ctstatus |= ctsSNAT
-		return done(effect{act: actNAT, what: "masquerade"})
+		return done(effect{act: actNAT, verb: "masquerade", what: "masquerade"})
 	case "snat":
 		t.masq, t.natSrc = true, true
 		t.ctstatus |= ctsSNAT
 		t.snatTo = st.To.String()
-		return done(effect{act: actNAT, what: "SNAT to " + st.To.String()})
+		return done(effect{act: actNAT, verb: "snat", what: "SNAT to " + st.To.String()})
 	case "redirect":
 		port := ""
 		if st.Port != nil {
@@ -774,11 +796,12 @@ func (w *walk) nftNAT(t *thread, ch chainRef, st nft.Statement, others []branch,
 func (w *walk) dnatWords(t *thread, ws []string, addrPort bool) effect {
 	switch {
 	case len(ws) == 2:
-		host := strings.Trim(ws[0], "[]")
-		if strings.Contains(host, ":") {
-			return w.dnatTo(t, "["+host+"]:"+ws[1])
+		a, err := netip.ParseAddr(strings.Trim(ws[0], "[]"))
+		p, ok := parsePort(ws[1])
+		if err != nil || !ok {
+			return effect{act: actUnknown, what: "dnat to " + strings.Join(ws, " . ")}
 		}
-		return w.dnatTo(t, host+":"+ws[1])
+		return w.dnatAddr(t, netip.AddrPortFrom(a, p))
 	case len(ws) == 1:
 		return w.dnatTo(t, ws[0])
 	}

@@ -72,6 +72,11 @@ type Options struct {
 	// MaxSteps bounds the rules one walk looks at over all its branches
 	// (0: 1<<20); past it the branch left ends as unknown.
 	MaxSteps int
+	// Brief records on the paths only the rules that jump, go to, NAT or
+	// decide the verdict (not the chains a packet passes untouched, nor
+	// marks and counters): enough to say which chains a connection went
+	// through and what decided it, at a fraction of the cost.
+	Brief bool
 	// Pinned says, per ClientIP-affinity record (an iptables `-m recent`
 	// list, by name), whether the client has one. A record not listed is
 	// not known: the walk follows both. nftables' affinity sets need no
@@ -133,13 +138,51 @@ type Outcome struct {
 	// Delivery: "forward" (routed on to another host or a pod), "local"
 	// (to a process on the node), "" when it did not get that far.
 	Delivery string `json:"delivery,omitempty"`
-	Path     []Hop  `json:"path"`
+	// Path is the rules the connection went through (nil with
+	// Options.Brief: see Hops).
+	Path []Hop `json:"path"`
+	path *hopNode
 	// Assumes are the rules this outcome assumed matched or not, because
 	// the walk could not evaluate them.
 	Assumes []Assumption `json:"assumes"`
 	// Affinity is set when a ClientIP-affinity rule decided (or could
 	// have decided) this outcome.
 	Affinity *Affinity `json:"affinity,omitempty"`
+}
+
+// Hops is the outcome's path, also of a Brief walk.
+func (o Outcome) Hops() []Hop {
+	if o.Path != nil {
+		return o.Path
+	}
+	n := 0
+	for h := o.path; h != nil; h = h.prev {
+		n++
+	}
+	out := make([]Hop, n)
+	for h := o.path; h != nil; h = h.prev {
+		n--
+		out[n] = h.hop
+	}
+	return out
+}
+
+// Backward calls fn with the path's hops from the last one back, until it
+// returns false; with no copy of the path.
+func (o Outcome) Backward(fn func(Hop) bool) {
+	if o.Path != nil {
+		for i := len(o.Path) - 1; i >= 0; i-- {
+			if !fn(o.Path[i]) {
+				return
+			}
+		}
+		return
+	}
+	for h := o.path; h != nil; h = h.prev {
+		if !fn(h.hop) {
+			return
+		}
+	}
 }
 
 // Hop is one rule (or chain policy) on an outcome's path.
@@ -158,9 +201,16 @@ type Hop struct {
 	Rule int    `json:"rule"`
 	Line int    `json:"line,omitempty"`
 	Text string `json:"text,omitempty"`
-	// Action is what the rule did to the packet: "jump KUBE-SVC-…",
-	// "DNAT 10.244.1.6:8080", "mark 0x4000", "accept", "policy drop".
-	Action string `json:"action"`
+	// Verb is what the rule did: jump, goto, return, accept, drop, reject,
+	// dnat, snat, masquerade, redirect, set (a mark, notrack, a counter,
+	// a log), policy (the chain's policy decided), unknown. Target is the
+	// chain of a jump or goto, the policy.
+	Verb   string `json:"verb"`
+	Target string `json:"target,omitempty"`
+	// Action says it in words: "jump KUBE-SVC-…", "DNAT to
+	// 10.244.1.6:8080", "mark 0x4000/0x4000 → 0x4000", "policy drop"
+	// ("" in a Brief walk).
+	Action string `json:"action,omitempty"`
 	// Share is the probability of this branch at this rule, when the
 	// rule chose at random (statistic, numgen); absent otherwise.
 	Share *Prob `json:"share,omitempty"`

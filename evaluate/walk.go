@@ -21,16 +21,18 @@ type Evaluator struct {
 	plans map[kubeproxy.Family]*familyPlan
 
 	iptSpecs map[*inspect.IPRule]*iptRule
-	nftStmts map[string][]nft.Statement
+	nftStmts map[any][]nft.Statement
 	indexes  map[*inspect.IPChain]*chainIndex
 	sets     map[setKey]*elemIndex
+	alts     map[*nft.Expr]alternativeWords
+	keyBuf   []byte // scratch for a lookup's key
 }
 
 // New returns an evaluator of rs on a node.
 func New(rs *inspect.Ruleset, node Node) *Evaluator {
 	e := &Evaluator{rs: rs, node: node, local: map[netip.Addr]bool{}, plans: map[kubeproxy.Family]*familyPlan{},
-		iptSpecs: map[*inspect.IPRule]*iptRule{}, nftStmts: map[string][]nft.Statement{},
-		indexes: map[*inspect.IPChain]*chainIndex{}, sets: map[setKey]*elemIndex{}}
+		iptSpecs: map[*inspect.IPRule]*iptRule{}, nftStmts: map[any][]nft.Statement{},
+		indexes: map[*inspect.IPChain]*chainIndex{}, sets: map[setKey]*elemIndex{}, alts: map[*nft.Expr]alternativeWords{}}
 	for _, a := range node.Addresses {
 		e.local[a.Unmap()] = true
 	}
@@ -57,7 +59,7 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = 1 << 20
 	}
-	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: []Outcome{}, NotModelled: []NotModelled{}}, noted: map[string]bool{}}
+	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: []Outcome{}, NotModelled: []NotModelled{}}}
 	if p.Family == "" {
 		p.Family = kubeproxy.IPv4
 		if p.Dst.Addr().Is6() && !p.Dst.Addr().Is4In6() {
@@ -94,13 +96,23 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 	return w.res
 }
 
+// The hooks of each part of a connection's way: never changed, only
+// resliced, so that a fork shares them.
+var (
+	hooksLocalOut  = []string{hookOutput, hookPostrouting}
+	hooksIn        = []string{hookPrerouting}
+	hooksLoopback  = []string{hookPrerouting, hookInput}
+	hooksDeliver   = []string{hookInput}
+	hooksForwarded = []string{hookForward, hookPostrouting}
+)
+
 // firstHooks are the hooks a new connection from origin meets before the
 // routing decision after them.
 func firstHooks(o Origin) []string {
 	if o == FromNode {
-		return []string{hookOutput, hookPostrouting}
+		return hooksLocalOut
 	}
-	return []string{hookPrerouting}
+	return hooksIn
 }
 
 type walk struct {
@@ -111,7 +123,19 @@ type walk struct {
 	pkt   Packet
 	res   *Result
 	queue []*thread
-	noted map[string]bool
+	// brs and conds are scratch for a rule's branches and conditions,
+	// valid until the next rule is evaluated.
+	brs   []branch
+	conds []cond
+	vals  []value
+}
+
+// result is a rule's branches: t with eff, then the forks.
+func (w *walk) result(t *thread, eff effect, forks []branch) []branch {
+	b := append(w.brs[:0], branch{t: t, eff: eff})
+	b = append(b, forks...)
+	w.brs = b
+	return b
 }
 
 // thread is one branch of the walk: the packet as the rules have changed
@@ -168,8 +192,7 @@ type assumeNode struct {
 
 func (t *thread) clone() *thread {
 	c := *t
-	c.frames = append([]frame(nil), t.frames...)
-	c.hooks = append([]string(nil), t.hooks...)
+	c.frames = append(make([]frame, 0, len(t.frames)+2), t.frames...)
 	return &c
 }
 
@@ -179,11 +202,11 @@ func (t *thread) assume(a Assumption) { t.assumes = &assumeNode{a: a, prev: t.as
 
 // note records something not modelled, once.
 func (w *walk) note(n NotModelled) {
-	k := n.Table + "\x00" + n.Family + "\x00" + n.Chain + "\x00" + fmt.Sprint(n.Rule) + "\x00" + n.What
-	if w.noted[k] {
-		return
+	for _, m := range w.res.NotModelled {
+		if m == n {
+			return
+		}
 	}
-	w.noted[k] = true
 	w.res.NotModelled = append(w.res.NotModelled, n)
 }
 
@@ -204,7 +227,10 @@ const (
 
 // effect is a rule's action with its target.
 type effect struct {
-	act    action
+	act action
+	// verb names a NAT (dnat, snat, masquerade, redirect) or a side
+	// effect (set) for the hop.
+	verb   string
 	target string
 	// what: for actUnknown, what was not modelled; else the action as the
 	// hop shows it, when it says more than the action's name.
@@ -235,7 +261,7 @@ func (w *walk) run(t *thread) {
 			if len(t.frames) == 1 {
 				// The end of a base chain: its policy.
 				bc := w.currentBase(t)
-				t.addHop(w.hop(t, top.ch, -1, "", "policy "+bc.policy))
+				w.policyHop(t, top.ch, bc.policy)
 				if bc.policy == "drop" {
 					w.finish(t, VerdictDrop)
 					return
@@ -243,7 +269,9 @@ func (w *walk) run(t *thread) {
 				w.baseAccepted(t)
 				continue
 			}
-			t.addHop(w.hop(t, top.ch, -1, "", "return (end of chain)"))
+			if !w.opts.Brief {
+				t.addHop(w.hop(t, top.ch, -1, "", "return", "", "return (end of chain)"))
+			}
 			t.frames = t.frames[:len(t.frames)-1]
 			continue
 		}
@@ -272,41 +300,46 @@ type branch struct {
 
 // apply carries out a rule's effect on t; false when t ended.
 func (w *walk) apply(t *thread, ch chainRef, i int, eff effect) bool {
-	text, line := w.e.ruleText(ch, i)
-	add := func(action string) {
-		h := w.hop(t, ch, i, text, action)
-		h.Line, h.Share = line, eff.share
-		t.addHop(h)
-	}
+	add := func(verb, target, action string) { w.ruleHop(t, ch, i, eff.share, verb, target, action) }
 	switch eff.act {
 	case actNext:
-		if eff.what != "" {
-			add(eff.what)
+		if eff.what != "" && !w.opts.Brief {
+			verb := eff.verb
+			if verb == "" {
+				verb = "set"
+			}
+			add(verb, "", eff.what)
 		}
 		return true
 	case actAccept:
-		add("accept")
+		add("accept", "", "accept")
 		w.baseAccepted(t)
 		return true
 	case actNAT:
-		add(eff.what)
+		add(eff.verb, "", eff.what)
 		w.baseAccepted(t)
 		return true
 	case actDrop:
-		add("drop")
+		add("drop", "", "drop")
 		w.finish(t, VerdictDrop)
 		return false
 	case actReject:
-		add("reject " + t.reject)
+		action := ""
+		if !w.opts.Brief {
+			action = "reject " + t.reject
+		}
+		add("reject", t.reject, action)
 		w.finish(t, VerdictReject)
 		return false
 	case actReturn:
-		add("return")
+		if !w.opts.Brief {
+			add("return", "", "return")
+		}
 		t.frames = t.frames[:len(t.frames)-1]
 		if len(t.frames) == 0 {
 			// RETURN in a base chain: its policy.
 			bc := w.currentBase(t)
-			t.addHop(w.hop(t, ch, -1, "", "policy "+bc.policy))
+			w.policyHop(t, ch, bc.policy)
 			if bc.policy == "drop" {
 				w.finish(t, VerdictDrop)
 				return false
@@ -315,11 +348,19 @@ func (w *walk) apply(t *thread, ch chainRef, i int, eff effect) bool {
 		}
 		return true
 	case actJump, actGoto:
-		verb := "jump "
+		verb := "jump"
 		if eff.act == actGoto {
-			verb = "goto "
+			verb = "goto"
 		}
-		add(verb + eff.target)
+		switch {
+		case !w.opts.Brief:
+			add(verb, eff.target, verb+" "+eff.target)
+		case w.plan.hooks[t.hooks[0]][t.unit].nat:
+			// a Brief walk keeps the jumps of the nat chains: the way
+			// to the DNAT (where a filter chain drops, its verdict's
+			// hop says)
+			add(verb, eff.target, "")
+		}
 		next, ok := ch.lookup(eff.target)
 		if !ok || next.ic != nil && next.ic.OnlyReferenced {
 			tb, fam, _ := ch.tableLabel()
@@ -329,13 +370,11 @@ func (w *walk) apply(t *thread, ch chainRef, i int, eff effect) bool {
 			return false
 		}
 		if onPath(t.frames, next) {
-			{
-				tb, fam, _ := ch.tableLabel()
-				w.note(NotModelled{Table: tb, Family: fam, Chain: eff.target, Rule: -1, What: "a jump loop through " + eff.target,
-					Why: "the kernel refuses to load such a ruleset; the outcome is unknown"})
-				w.finish(t, VerdictUnknown)
-				return false
-			}
+			tb, fam, _ := ch.tableLabel()
+			w.note(NotModelled{Table: tb, Family: fam, Chain: eff.target, Rule: -1, What: "a jump loop through " + eff.target,
+				Why: "the kernel refuses to load such a ruleset; the outcome is unknown"})
+			w.finish(t, VerdictUnknown)
+			return false
 		}
 		if eff.act == actGoto {
 			old := t.frames[len(t.frames)-1]
@@ -352,7 +391,7 @@ func (w *walk) apply(t *thread, ch chainRef, i int, eff effect) bool {
 		t.frames = append(t.frames, frame{ch: next})
 		return true
 	case actUnknown:
-		add("not modelled: " + eff.what)
+		add("unknown", "", "not modelled: "+eff.what)
 		tb, fam, _ := ch.tableLabel()
 		w.note(NotModelled{Table: tb, Family: fam, Chain: ch.name(), Rule: i, What: eff.what, Why: "the outcome is unknown"})
 		w.finish(t, VerdictUnknown)
@@ -361,13 +400,12 @@ func (w *walk) apply(t *thread, ch chainRef, i int, eff effect) bool {
 	return true
 }
 
-func (w *walk) hop(t *thread, ch chainRef, rule int, text, action string) Hop {
-	tb, fam, backend := ch.tableLabel()
-	hook := ""
-	if len(t.hooks) > 0 {
-		hook = t.hooks[0]
+// policyHop records a base chain's policy deciding (a drop always, an
+// accept unless Brief).
+func (w *walk) policyHop(t *thread, ch chainRef, policy string) {
+	if policy == "drop" || !w.opts.Brief {
+		t.addHop(w.hop(t, ch, -1, "", "policy", policy, "policy "+policy))
 	}
-	return Hop{Hook: hook, Table: tb, Family: fam, Backend: backend, Chain: ch.name(), Rule: rule, Text: text, Action: action}
 }
 
 // onPath: ch is on the call path (jumped or gone to and not returned
@@ -497,13 +535,13 @@ func (w *walk) route(t *thread) bool {
 		// again; the connection exists and its NAT is done, so no nat
 		// chain runs again.
 		t.iif, t.iifKnown = "lo", true
-		t.hooks = []string{hookPrerouting, hookInput}
+		t.hooks = hooksLoopback
 	case w.pkt.Origin == FromNode:
 		return false
 	case local:
-		t.hooks = []string{hookInput}
+		t.hooks = hooksDeliver
 	default:
-		t.hooks = []string{hookForward, hookPostrouting}
+		t.hooks = hooksForwarded
 	}
 	return true
 }
@@ -511,7 +549,7 @@ func (w *walk) route(t *thread) bool {
 // finish records t's outcome. v "" means the packet made it through.
 func (w *walk) finish(t *thread, v Verdict) {
 	out := Outcome{Probability: t.prob, Verdict: v, Destination: t.dst, DNAT: t.dnat, Masquerade: t.masq, SNATTo: t.snatTo,
-		Mark: t.postMark, Affinity: t.aff, Assumes: []Assumption{}}
+		Mark: t.postMark, Affinity: t.aff}
 	if v == "" {
 		out.Verdict = VerdictAccept
 		if t.dnat {
@@ -525,10 +563,10 @@ func (w *walk) finish(t *thread, v Verdict) {
 	if v == VerdictReject {
 		out.Reject = t.reject
 	}
-	for h := t.path; h != nil; h = h.prev {
-		out.Path = append(out.Path, h.hop)
+	out.path = t.path
+	if !w.opts.Brief {
+		out.Path = out.Hops()
 	}
-	reverse(out.Path)
 	for a := t.assumes; a != nil; a = a.prev {
 		out.Assumes = append(out.Assumes, a.a)
 	}
@@ -563,20 +601,26 @@ func (e *Evaluator) ruleText(ch chainRef, i int) (string, int) {
 func (w *walk) evalRule(t *thread, ch chainRef, i int) []branch {
 	if ch.ic != nil {
 		r := ch.ic.Rules[i]
-		if ch.ipt.FromNFT {
-			return w.evalNFT(t, ch, i, w.e.statements(r.Text))
+		switch {
+		case ch.ipt.FromNFT:
+			return w.evalNFT(t, ch, i, w.e.statements(r, r.Text))
+		case plain(r):
+			return w.evalPlain(t, ch, i, r)
 		}
 		return w.evalIPT(t, ch, i, w.e.iptSpec(r))
 	}
-	return w.evalNFT(t, ch, i, w.e.statements(ch.nc.Rules[i].Rule.Rule))
+	r := ch.nc.Rules[i]
+	return w.evalNFT(t, ch, i, w.e.statements(r, r.Rule.Rule))
 }
 
-func (e *Evaluator) statements(text string) []nft.Statement {
-	if s, ok := e.nftStmts[text]; ok {
+// statements are the statements of a rule (an *inspect.NFTRule, or an
+// iptables-nft *inspect.IPRule read through nft), read once.
+func (e *Evaluator) statements(rule any, text string) []nft.Statement {
+	if s, ok := e.nftStmts[rule]; ok {
 		return s
 	}
 	s := nft.ParseStatements(text)
-	e.nftStmts[text] = s
+	e.nftStmts[rule] = s
 	return s
 }
 
@@ -593,5 +637,30 @@ func (e *Evaluator) iptSpec(r *inspect.IPRule) *iptRule {
 	spec, err := ruleargs.ParseSpec(r.Text)
 	s := &iptRule{spec: spec, err: err}
 	e.iptSpecs[r] = s
+	return s
+}
+
+// ruleHop records rule i of ch on t's path.
+func (w *walk) ruleHop(t *thread, ch chainRef, i int, share *Prob, verb, target, action string) {
+	text, line := w.e.ruleText(ch, i)
+	h := w.hop(t, ch, i, text, verb, target, action)
+	h.Line, h.Share = line, share
+	t.addHop(h)
+}
+
+func (w *walk) hop(t *thread, ch chainRef, rule int, text, verb, target, action string) Hop {
+	tb, fam, backend := ch.tableLabel()
+	hook := ""
+	if len(t.hooks) > 0 {
+		hook = t.hooks[0]
+	}
+	return Hop{Hook: hook, Table: tb, Family: fam, Backend: backend, Chain: ch.name(), Rule: rule, Text: text, Verb: verb, Target: target, Action: action}
+}
+
+// words is s, unless the walk is Brief (its hops say no words).
+func (w *walk) words(s string) string {
+	if w.opts.Brief {
+		return ""
+	}
 	return s
 }

@@ -398,18 +398,18 @@ func actedHops(path []diagnose.TraceHop) []diagnose.TraceHop {
 			base, frames = b, frames[:0]
 		}
 		switch {
-		case strings.HasPrefix(h.Action, "jump "):
+		case h.Verb == "jump":
 			frames = append(frames, []int{i})
-		case strings.HasPrefix(h.Action, "goto "):
+		case h.Verb == "goto":
 			if len(frames) == 0 {
 				frames = append(frames, nil) // a goto from the base chain
 			}
 			frames[len(frames)-1] = append(frames[len(frames)-1], i)
-		case h.Action == "return (end of chain)" || h.Action == "return":
+		case h.Verb == "return":
 			if len(frames) > 0 {
 				frames = frames[:len(frames)-1]
 			}
-		case strings.HasPrefix(h.Action, "policy accept"):
+		case h.Verb == "policy" && h.Target == "accept":
 			frames = frames[:0]
 		default:
 			for _, f := range frames {
