@@ -133,11 +133,13 @@ type Route struct {
 	// Entry and Address are what was walked: clusterIP, nodePort,
 	// externalIP, loadBalancerIP, at IP:PORT; From where the connection
 	// started: pod (a pod on the node), node (a process on it), outside.
-	Entry   string     `json:"entry,omitempty"`
-	Address string     `json:"address,omitempty"`
-	From    string     `json:"from,omitempty"`
-	Chains  []string   `json:"chains"`
-	Hops    []RouteHop `json:"hops"`
+	Entry   string `json:"entry,omitempty"`
+	Address string `json:"address,omitempty"`
+	From    string `json:"from,omitempty"`
+	// Source is the client address walked.
+	Source string     `json:"source,omitempty"`
+	Chains []string   `json:"chains"`
+	Hops   []RouteHop `json:"hops"`
 	// ShareSum is the sum of the endpoint shares: 1 when every new
 	// connection is DNATed to an endpoint.
 	ShareSum float64 `json:"shareSum"`

@@ -168,9 +168,9 @@ func ClusterCIDRsFromRules(rs *inspect.Ruleset) []netip.Prefix {
 	return out
 }
 
-// externalSource is the client outside a route from outside comes from:
+// ExternalSource is the client outside a route from outside comes from:
 // one the load balancer's source ranges allow, when it has any.
-func externalSource(sp *ServicePort, fam kubeproxy.Family) netip.Addr {
+func ExternalSource(sp *ServicePort, fam kubeproxy.Family) netip.Addr {
 	for _, r := range sp.SourceRanges {
 		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil && familyOf(p.Addr()) == fam {
 			if p.Bits() == p.Addr().BitLen() {
@@ -195,11 +195,11 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 	case evaluate.FromNode:
 		src = w.nodeIPs[fam]
 	case evaluate.FromOutside:
-		src = externalSource(sp, fam)
+		src = ExternalSource(sp, fam)
 	}
 	pkt := evaluate.Packet{Family: fam, Protocol: sp.Proto(), Src: netip.AddrPortFrom(src, 40000), Dst: e.Dst, Origin: origin}
 	res := w.ev.Walk(pkt, evaluate.Options{Brief: true})
-	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Chains: []string{}, Hops: []RouteHop{}}
+	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Source: src.String(), Chains: []string{}, Hops: []RouteHop{}}
 	sum := 0.0
 	type hopKey struct{ endpoint, chain string }
 	hopAt := map[hopKey]int{}
@@ -207,7 +207,7 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 	haveBest := false
 	maps := map[string]mapEntries{} // the numgen maps of the route's rules, read once
 	for _, o := range res.Outcomes {
-		if !preferredCase(o.Assumes) {
+		if !ExplainCase(o.Assumes) {
 			continue
 		}
 		if o.Affinity != nil && o.Affinity.Seconds > 0 {
@@ -255,11 +255,12 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 	return rt
 }
 
-// preferredCase: the outcome is of the case explain shows: a new client
-// (no affinity record), no interface or foreign match that the walk could
-// not evaluate holding, and kube-proxy's own rules matching where nft
-// hides a part of them (`xt match sctp` of a KUBE-SERVICES rule).
-func preferredCase(as []evaluate.Assumption) bool {
+// ExplainCase: an outcome with these assumptions is of the case explain
+// shows: a new client (no affinity record), no interface or foreign match
+// that the walk could not evaluate holding, and kube-proxy's own rules
+// matching where nft hides a part of them (`xt match sctp` of a
+// KUBE-SERVICES rule).
+func ExplainCase(as []evaluate.Assumption) bool {
 	for _, a := range as {
 		if a.Holds != kubeProxyHidden(a) {
 			return false
@@ -322,21 +323,40 @@ func outcomeOf(o evaluate.Outcome) RouteOutcome {
 	ro := RouteOutcome{Verdict: string(o.Verdict), Share: o.Probability.Float64()}
 	if last, ok := lastHop(o); ok {
 		ro.Chain, ro.Rule = last.Chain, last.Text
-		ro.KubeProxys = kubeProxyVerdict(last)
+		ro.KubeProxys = kubeProxyVerdict(last, o.Verdict)
 	}
 	return ro
 }
 
-// kubeProxyVerdict: kube-proxy writes such a drop or reject in that chain
-// ("has no endpoints", "has no local endpoints", source ranges, the
-// localhost and INVALID drops).
-func kubeProxyVerdict(h evaluate.Hop) bool {
-	switch h.Chain {
-	case kubeproxy.ChainServices, kubeproxy.ChainExternalServices, kubeproxy.ChainProxyFirewall, kubeproxy.ChainForward, kubeproxy.ChainFirewall,
-		"reject-chain", "service-endpoints-check", "nodeport-endpoints-check", "cluster-ips-check":
-		return h.Table == kubeproxy.TableFilter || h.Table == kubeproxy.NFTTable
+// kubeProxyVerdict: kube-proxy writes such a verdict in that chain: the
+// "no endpoints" rejects, the Local policy's "no local endpoints" drops,
+// the source-range drops, the INVALID and localhost drops; a DROP where
+// kube-proxy rejects (or anything in a chain of its own that only
+// dispatches) is somebody else's.
+func kubeProxyVerdict(h evaluate.Hop, verdict evaluate.Verdict) bool {
+	reject, drop := verdict == evaluate.VerdictReject, verdict == evaluate.VerdictDrop
+	switch {
+	case h.Table == kubeproxy.TableFilter:
+		switch h.Chain {
+		case kubeproxy.ChainServices:
+			return reject
+		case kubeproxy.ChainExternalServices:
+			return reject || drop
+		case kubeproxy.ChainProxyFirewall, kubeproxy.ChainForward, kubeproxy.ChainFirewall:
+			return drop
+		}
+	case h.Table == kubeproxy.NFTTable:
+		switch h.Chain {
+		case "reject-chain":
+			return reject
+		case "service-endpoints-check", "nodeport-endpoints-check":
+			return drop // the vmap's "no local endpoints" element
+		case "cluster-ips-check":
+			return reject || drop
+		}
+		return drop && strings.HasPrefix(h.Chain, kubeproxy.NFTPrefixFirewall)
 	}
-	return strings.HasPrefix(h.Chain, kubeproxy.NFTPrefixFirewall) || strings.HasPrefix(h.Chain, kubeproxy.PrefixFirewall)
+	return false
 }
 
 // dnatHop is a DNAT outcome as a route hop: its endpoint, the endpoint

@@ -289,10 +289,13 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 	for _, ep := range orphaned {
 		problem(SeverityError, ProblemRemovedJump, []string{ep}, "endpoint chain %s of %s is there, but no rule jumps to it any more (deleted by hand or by another program?): %s gets no new connections; kube-proxy restores the jump only when this Service's endpoints change or on its next full sync", pp.OrphanChains[ep], ep, ep)
 	}
-	if len(missing) > 0 {
+	// A rule that drops the traffic before it reaches kube-proxy's chains
+	// is the cause; the endpoints it keeps from their connections are its
+	// symptom, listed with it.
+	if len(missing) > 0 && !foreignVerdict(pp) {
 		problem(SeverityError, ProblemMissingEndpoints, missing, "%s in the EndpointSlices and should be programmed, but no rule reaches %s: propagation lag or a failed sync", listEndpoints(missing), them(missing))
 	}
-	judgeRouteOutcomes(pp, problem)
+	judgeRouteOutcomes(pp, missing, problem)
 	if len(extra) > 0 {
 		problem(SeverityError, ProblemExtraEndpoints, extra, "%s in the rules but not in the EndpointSlices: connections may go to pods that are gone", listEndpoints(extra))
 	}
@@ -335,17 +338,21 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 // connections dropped or rejected by a rule kube-proxy does not write, or
 // by kube-proxy's own while endpoints are there for that traffic;
 // external traffic of a Cluster policy that is not masqueraded.
-func judgeRouteOutcomes(pp *correlate.PortPath, problem func(Severity, string, []string, string, ...any)) {
+func judgeRouteOutcomes(pp *correlate.PortPath, kept []string, problem func(Severity, string, []string, string, ...any)) {
 	for _, r := range pp.Routes {
 		for _, o := range r.Other {
 			if o.Verdict != "drop" && o.Verdict != "reject" || o.Share < 1e-9 {
 				continue
 			}
 			verb := map[string]string{"drop": "dropped", "reject": "rejected"}[o.Verdict]
-			who := fmt.Sprintf("%s %s", routeName(r), r.Address)
+			who := routeName(r)
 			switch {
 			case !o.KubeProxys:
-				problem(SeverityError, ProblemDropped, nil, "%.1f%% of new connections to %s are %s by %s, a rule kube-proxy does not write: %s", o.Share*100, who, verb, o.Chain, o.Rule)
+				msg := fmt.Sprintf("%.1f%% of new connections to %s are %s by %s, a rule kube-proxy does not write: %s", o.Share*100, who, verb, o.Chain, o.Rule)
+				if len(kept) > 0 {
+					msg += fmt.Sprintf("; so %s no new connections from there", nameEndpoints(kept)+" "+gets(kept))
+				}
+				problem(SeverityError, ProblemDropped, kept, "%s", msg)
 			case routeExpectsEndpoints(pp, r):
 				problem(SeverityError, ProblemDropped, nil, "%.1f%% of new connections to %s are %s by kube-proxy's %s although endpoints are there for them: kube-proxy has not caught up (%s)", o.Share*100, who, verb, o.Chain, o.Rule)
 			}
@@ -362,6 +369,19 @@ func walkedDNAT(r correlate.Route) bool {
 	for _, h := range r.Hops {
 		if !h.ByName {
 			return true
+		}
+	}
+	return false
+}
+
+// foreignVerdict: some route's connections are dropped or rejected by a
+// rule kube-proxy does not write.
+func foreignVerdict(pp *correlate.PortPath) bool {
+	for _, r := range pp.Routes {
+		for _, o := range r.Other {
+			if (o.Verdict == "drop" || o.Verdict == "reject") && !o.KubeProxys && o.Share > 1e-9 {
+				return true
+			}
 		}
 	}
 	return false
@@ -398,11 +418,13 @@ func routeExpectsEndpoints(pp *correlate.PortPath, r correlate.Route) bool {
 	return false
 }
 
+// routeName: "the cluster IP 10.96.10.1:80 (from a pod)".
 func routeName(r correlate.Route) string {
 	name := map[string]string{"clusterIP": "the cluster IP", "nodePort": "the node port", "externalIP": "the external IP", "loadBalancerIP": "the load-balancer IP"}[r.Entry]
 	if name == "" {
-		name = r.Traffic + " traffic"
+		name = r.Traffic + " traffic to"
 	}
+	name += " " + r.Address
 	switch r.From {
 	case "pod":
 		return name + " (from a pod)"

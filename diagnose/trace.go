@@ -27,6 +27,10 @@ type TraceRequest struct {
 	// From is "node", "pod", "outside", an IP address, or "" (a pod on
 	// the node for cluster IPs, a client outside for the others).
 	From string
+	// Origin, when set, says where a connection from the IP From starts
+	// (else the node's addresses, its pod ranges and the EndpointSlices
+	// tell).
+	Origin evaluate.Origin
 	// InIface is the interface the packet comes in on, when known.
 	InIface string
 	// NodeIPs are the node's addresses given on the command line, besides
@@ -100,9 +104,13 @@ type TraceOutcome struct {
 	Ready        *bool  `json:"ready,omitempty"`
 	// InSlices: the EndpointSlices list the endpoint (false: the rules
 	// send traffic to an endpoint the slices do not have).
-	InSlices *bool                 `json:"inSlices,omitempty"`
-	Assumes  []evaluate.Assumption `json:"assumes"`
-	Path     []TraceHop            `json:"path"`
+	InSlices *bool `json:"inSlices,omitempty"`
+	// NamedEndpoint: an unknown outcome that ended in an endpoint chain
+	// whose DNAT nft does not show (iptables-nft's IPv6) goes, by the
+	// chain's name, to this endpoint.
+	NamedEndpoint string                `json:"namedEndpoint,omitempty"`
+	Assumes       []evaluate.Assumption `json:"assumes"`
+	Path          []TraceHop            `json:"path"`
 }
 
 // TraceHop is one rule of a path, with the Service port or endpoint its
@@ -289,10 +297,15 @@ func tracePacket(n *Node, req TraceRequest, e correlate.TraceEntry, nodeIPs []ne
 			return p, fmt.Errorf("no pod address of the node is known (its Node object's podCIDRs, kube-proxy's clusterCIDR): pass --from with a pod's IP")
 		}
 	case "outside":
+		// a client the load balancer's source ranges allow, when it has
+		// any (as explain walks it)
 		p.Origin = evaluate.FromOutside
 		src = netip.MustParseAddr("203.0.113.1")
 		if fam == kubeproxy.IPv6 {
 			src = netip.MustParseAddr("2001:db8::1")
+		}
+		if e.ServicePort != nil {
+			src = correlate.ExternalSource(e.ServicePort, fam)
 		}
 	default:
 		a, err := netip.ParseAddr(from)
@@ -304,6 +317,8 @@ func tracePacket(n *Node, req TraceRequest, e correlate.TraceEntry, nodeIPs []ne
 			return p, fmt.Errorf("--from %s is not an %s address, and %s is", from, fam, e.Dst.Addr())
 		}
 		switch {
+		case req.Origin != "":
+			p.Origin = req.Origin
 		case containsAddr(nodeIPs, src):
 			p.Origin = evaluate.FromNode
 		case inAny(src, n.Objects.PodCIDRsOf(n.Name)) || n.Objects.EndpointOnNode(src, n.Name):
@@ -402,6 +417,9 @@ func labelTrace(res *evaluate.Result, e correlate.TraceEntry, labels *correlate.
 				f := false
 				to.InSlices = &f
 			}
+		}
+		if o.Verdict == evaluate.VerdictUnknown {
+			to.NamedEndpoint = labels.OutcomeEndpoint(o)
 		}
 		comment := ""
 		for _, h := range o.Path {
