@@ -8,6 +8,8 @@
 package diagnose
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +32,10 @@ type Node struct {
 	Metrics      []*metrics.Metrics
 	// Objects are the Services and EndpointSlices; nil when not given.
 	Objects *correlate.Objects
-	Config  *kpconfig.Config
+	// Addresses are the node's addresses given besides its Node
+	// object's (--node-ip): what its node ports and local addresses are.
+	Addresses []netip.Addr
+	Config    *kpconfig.Config
 	// CollectionNotes are what reading the node noted (a bundle's warnings).
 	CollectionNotes []string
 	// At is the time ages are judged against; zero when unknown. AtSource
@@ -96,6 +101,18 @@ const (
 	ProblemDropped           = "dropped"           // the walk's connections are dropped or rejected where they should not be
 	ProblemNoMasquerade      = "noMasquerade"      // external traffic of a Cluster policy is not masqueraded
 )
+
+// nodeView is the node as correlate sees it: its Node object, and the
+// addresses given.
+func (n *Node) nodeView() correlate.NodeView {
+	nv := n.Objects.NodeView(n.Name)
+	for _, a := range n.Addresses {
+		if s := a.String(); !slices.Contains(nv.IPs, s) {
+			nv.IPs = append(nv.IPs, s)
+		}
+	}
+	return nv
+}
 
 // attribution is the node's chains attributed, computed once per Node.
 func (n *Node) attribution() *correlate.Result {

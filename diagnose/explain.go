@@ -33,7 +33,7 @@ type PortReport struct {
 
 // ExplainService explains one Service of the node.
 func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation, error) {
-	ex, err := correlate.Explain(n.Ruleset, n.Objects, correlate.ExplainOptions{Namespace: namespace, Name: name, Port: port, Node: n.Objects.NodeView(n.Name)})
+	ex, err := correlate.Explain(n.Ruleset, n.Objects, correlate.ExplainOptions{Namespace: namespace, Name: name, Port: port, Node: n.nodeView()})
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 		return list
 	}
 	problems, incomplete := false, false
-	for _, ex := range correlate.ExplainAll(n.Ruleset, n.Objects, n.Objects.NodeView(n.Name)) {
+	for _, ex := range correlate.ExplainAll(n.Ruleset, n.Objects, n.nodeView()) {
 		if !n.selected(ex.Namespace + "/" + ex.Name) {
 			continue
 		}

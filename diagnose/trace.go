@@ -174,7 +174,7 @@ func Trace(n *Node, req TraceRequest) (*TraceReport, error) {
 // traceNodeIPs are the node's addresses: given, its Node object's, else
 // the nftables nodeport-ips set's.
 func traceNodeIPs(n *Node, req TraceRequest) []netip.Addr {
-	ips := append([]netip.Addr{}, req.NodeIPs...)
+	ips := append(append([]netip.Addr{}, req.NodeIPs...), n.Addresses...)
 	for _, a := range n.Objects.NodeAddresses(n.Name) {
 		if !containsAddr(ips, a) {
 			ips = append(ips, a)

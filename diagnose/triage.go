@@ -116,7 +116,7 @@ func Triage(n *Node) *TriageReport {
 	// Every Service explained once, for the identity and the findings.
 	var explained []*correlate.Explanation
 	if n.Objects != nil {
-		explained = correlate.ExplainAll(rs, n.Objects, n.Objects.NodeView(n.Name))
+		explained = correlate.ExplainAll(rs, n.Objects, n.nodeView())
 	}
 	if n.NameEvidence != "" {
 		rep.Identity = NodeIdentity{Inferred: n.Name, Evidence: n.NameEvidence}

@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -140,7 +141,10 @@ func (w *walk) plainTarget(t *thread, ch chainRef, r *inspect.IPRule) effect {
 			return effect{act: actUnknown, what: "MARK without its value"}
 		}
 		t.mark = (t.mark &^ ms.Mask) ^ ms.Value
-		return effect{act: actNext, what: "mark"}
+		if w.opts.Brief {
+			return effect{act: actNext}
+		}
+		return effect{act: actNext, what: fmt.Sprintf("mark %#x/%#x → %#x", ms.Value, ms.Mask, t.mark)}
 	}
 	return w.iptTarget(t, ch, &spec)
 }

@@ -85,6 +85,7 @@ agree are collapsed into one line.
 	}
 	o.Inputs.AddFlags(cmd, kube)
 	o.Inputs.addSelectFlags(cmd)
+	o.Inputs.addNodeIPFlag(cmd)
 	o.Sweep.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.Port, "port", "", "only this port (name or number)")
 	o.Out.AddFlags(cmd, false)

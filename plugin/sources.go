@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,6 +58,9 @@ type InputOptions struct {
 	fleet *collect.Fleet
 	// Table is --table: the iptables table of pasted rules without one.
 	Table string
+	// NodeIPs is --node-ip: the node's addresses, when no Node object
+	// gives them.
+	NodeIPs []string
 	// AllNamespaces (-A) and Selector (-l) select Services, with -n.
 	AllNamespaces bool
 	Selector      string
@@ -133,6 +137,25 @@ func (o *InputOptions) addSelectFlags(cmd *cobra.Command) {
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, allHelp)
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "only Services with these labels (e.g. app=web,tier!=db), as kubectl selects")
+}
+
+// addNodeIPFlag registers --node-ip, for the commands that walk
+// connections through the rules (explain, trace, triage).
+func (o *InputOptions) addNodeIPFlag(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&o.NodeIPs, "node-ip", nil, "an address of the node (repeatable), when no Node object says (--from-objects with kubectl get nodes): what node ports and local addresses are")
+}
+
+// nodeAddresses parses --node-ip.
+func (o *InputOptions) nodeAddresses() ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, s := range o.NodeIPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("--node-ip %q is not an IP address", s)
+		}
+		out = append(out, a.Unmap())
+	}
+	return out, nil
 }
 
 // namespaceFlag is -n as given on the command line ("" when not given).
@@ -363,6 +386,9 @@ func (o *InputOptions) Load() (*Loaded, error) {
 		l.Objects = o.preloaded
 	}
 	l.Node = &diagnose.Node{Name: o.Node, Ruleset: l.Ruleset, Metrics: l.Metrics, Objects: l.Objects, Config: l.Config}
+	if l.Node.Addresses, err = o.nodeAddresses(); err != nil {
+		return nil, err
+	}
 	if l.Collected != nil {
 		l.Node.CollectionNotes = l.Collected.Warnings
 		if l.Collected.Scope != "" && l.Collected.Scope != "full" {

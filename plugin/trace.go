@@ -25,8 +25,6 @@ type TraceOptions struct {
 	From string
 	// In is --in: the interface the packet comes in on.
 	In string
-	// NodeIPs is --node-ip: the node's addresses, when no Node object says.
-	NodeIPs []string
 
 	kube *genericclioptions.ConfigFlags
 	req  diagnose.TraceRequest
@@ -87,8 +85,8 @@ or rejected, 3 some outcome could not be evaluated (the report says what),
 	fs.StringVar(&o.To, "to", "", "where the connection goes: IP:PORT[/tcp|udp|sctp] or svc/NAME[:PORT]")
 	fs.StringVar(&o.From, "from", "", "where it starts: node, pod, outside or an IP (default: a pod on the node for a cluster IP, a client outside for the other entries)")
 	fs.StringVar(&o.In, "in", "", "the interface the packet comes in on, for rules that test it")
-	fs.StringArrayVar(&o.NodeIPs, "node-ip", nil, "an address of the node (repeatable), when no Node object says (--from-objects with kubectl get nodes)")
 	o.Inputs.AddFlags(cmd, kube)
+	o.Inputs.addNodeIPFlag(cmd)
 	o.Sweep.AddFlags(cmd)
 	o.Out.AddFlags(cmd, false)
 	return cmd
@@ -115,12 +113,8 @@ func (o *TraceOptions) Complete(cmd *cobra.Command, args []string) error {
 	if req.Service != "" {
 		req.Namespace = kubeNamespace(o.kube)
 	}
-	for _, s := range o.NodeIPs {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return fmt.Errorf("--node-ip %q is not an IP address", s)
-		}
-		req.NodeIPs = append(req.NodeIPs, a.Unmap())
+	if _, err := o.Inputs.nodeAddresses(); err != nil {
+		return err
 	}
 	switch f := strings.ToLower(o.From); f {
 	case "", "node", "pod", "outside":

@@ -108,6 +108,7 @@ Use it first, at 3 a.m., when a Service on a node does not get traffic.
 		RunE:    runAnalysis(o),
 	}
 	o.addFlags(cmd, kube, false)
+	o.Inputs.addNodeIPFlag(cmd)
 	o.Sweep.AddFlags(cmd)
 	return cmd
 }
