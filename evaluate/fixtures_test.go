@@ -251,3 +251,39 @@ func TestFixtureEndpointsReached(t *testing.T) {
 	}
 	_ = correlate.NodeView{}
 }
+
+// TestHiddenMasqueradeIsUnknown: nft 1.0 lists iptables-nft's IPv6
+// MASQUERADE as a rule that only counts. Read that way, a packet carrying
+// kube-proxy's mark must end unknown, not silently un-masqueraded; read
+// from ip6tables-save, the same packet is masqueraded.
+func TestHiddenMasqueradeIsUnknown(t *testing.T) {
+	dir := fixture.Dir("small-v1.37")
+	node, _ := fixtureProbes(t, dir)
+	pkt := evaluate.Packet{Family: kubeproxy.IPv6, Protocol: "tcp", Origin: evaluate.FromNode,
+		Src: netip.MustParseAddrPort("[fd00:10::1]:40000"), Dst: netip.MustParseAddrPort("[2001:db8::7]:80"), Mark: 0x4000}
+	seen := map[string]bool{}
+	for _, form := range fixture.Forms(t, dir) {
+		if form.Mode != "iptables" {
+			continue
+		}
+		r := evaluate.New(fixture.ReadFiles(t, form.Files...), node).Walk(pkt, evaluate.Options{})
+		if len(r.Outcomes) != 1 {
+			t.Fatalf("%s: %d outcomes:\n%s", form.Name, len(r.Outcomes), aggregate(r))
+		}
+		o := r.Outcomes[0]
+		if strings.Contains(form.Name, "seen by nft") {
+			seen["nft"] = true
+			if o.Verdict != evaluate.VerdictUnknown || !hiddenByNFT(r) {
+				t.Errorf("%s: %s masq=%v, want unknown (the MASQUERADE nft hides)", form.Name, o.Verdict, o.Masquerade)
+			}
+			continue
+		}
+		seen["save"] = true
+		if !o.Masquerade {
+			t.Errorf("%s: %s not masqueraded", form.Name, o.Verdict)
+		}
+	}
+	if !seen["nft"] || !seen["save"] {
+		t.Fatalf("forms walked: %v", seen)
+	}
+}

@@ -107,9 +107,15 @@ func (w *walk) evalNFT(t *thread, ch chainRef, i int, stmts []nft.Statement) []b
 			}
 		}
 	}
-	if ch.ipt != nil && strings.HasPrefix(ch.name(), kubeproxy.PrefixEndpoint) && !hasAction(stmts) {
-		// nft 1.0.6 lists iptables-nft's IPv6 DNAT as nothing at all
-		return done(effect{act: actUnknown, what: "a rule whose target nft does not show (iptables-nft's DNAT of IPv6, as nft 1.0 lists it)"})
+	if ch.ipt != nil && !hasAction(stmts) {
+		// nft 1.0.6 lists iptables-nft's IPv6 DNAT and MASQUERADE as nothing
+		// at all: a kube-proxy rule that only counts is one of those.
+		switch {
+		case strings.HasPrefix(ch.name(), kubeproxy.PrefixEndpoint):
+			return done(effect{act: actUnknown, what: "a rule whose target nft does not show (iptables-nft's DNAT of IPv6, as nft 1.0 lists it)"})
+		case ch.name() == kubeproxy.ChainPostrouting:
+			return done(effect{act: actUnknown, what: "a rule whose target nft does not show (iptables-nft's MASQUERADE of IPv6, as nft 1.0 lists it)"})
+		}
 	}
 	return done(effect{act: actNext, what: ruleSideEffects(stmts)})
 }
