@@ -37,6 +37,7 @@ var benchServiceCounts = []int{1250, 2500, 5000}
 var benchCommands = []struct{ name, args string }{
 	{"map-json", "map --from-dump {dump} --from-objects {objects} --node " + synth.LocalNode + " -o json"},
 	{"explain", "explain svc/svc-00042 -n bench --from-dump {dump} --from-objects {objects} --node " + synth.LocalNode},
+	{"trace", "trace --to svc/svc-00042 -n bench --from-dump {dump} --from-objects {objects} --node " + synth.LocalNode + " --node-ip 10.0.0.10"},
 	{"triage", "triage --from-dump {dump} --from-objects {objects} {metrics} --node " + synth.LocalNode + " --at 1795939210"},
 	{"stale", "stale --from-dump {dump} --from-objects {objects} --node " + synth.LocalNode},
 	{"counts", "counts --from-dump {dump} --from-objects {objects} {metrics} --node " + synth.LocalNode + " --at 1795939210"},

@@ -72,8 +72,22 @@ func readTargeted(r io.Reader, source string, opts input.Options, objs func() *c
 		for i := range in.Ruleset.Dumps {
 			in.Ruleset.Dumps[i].Rules += dropped // as if read whole
 		}
+		markUnread(in.Ruleset, keep)
 	}
 	return in, err
+}
+
+// markUnread marks the per-service chains whose rules the targeted read
+// left out: a walk that reaches one must not take it for an empty chain
+// (inspect.IPChain.OnlyReferenced: its rules were not shown).
+func markUnread(rs *inspect.Ruleset, keep map[string]bool) {
+	for _, t := range rs.IPTables {
+		for _, c := range t.Chains {
+			if len(c.Rules) == 0 && !keep[c.Name] && perServiceChain([]byte(c.Name)) {
+				c.OnlyReferenced = true
+			}
+		}
+	}
 }
 
 // ruleChain returns the chain of an "-A CHAIN …" line (also "[0:0] -A …",

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -181,15 +182,47 @@ func (o *TraceOptions) Run() error {
 	} else {
 		o.sweepSubject = "trace " + o.To
 	}
-	return o.run(func(l *Loaded) (built, error) {
+	// Offline, a Service's trace reads only its chains of an
+	// iptables-save dump, every other chain whole (targeted.go); a walk
+	// that leaves them for another Service's chain is walked again on the
+	// whole dump. (A live read of one Service reads its chains only: too
+	// little for a walk, so a live trace reads the node whole.)
+	if o.req.Service != "" && !o.Inputs.live() && !o.sweeping() {
+		o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.req.Namespace, o.req.Service
+	}
+	build := func(l *Loaded) (built, error) {
 		rep, err := diagnose.Trace(l.Node, o.req)
 		if err != nil {
 			return built{}, err
 		}
+		if o.Inputs.targetService() != nil && leftTarget(rep) {
+			return built{}, errLeftTarget
+		}
 		return built{report: rep, status: rep.Status,
 			render: func(out io.Writer, t *Terminal) error { return renderTrace(out, t, rep) },
 			rows:   func() rows { return traceRows(rep) }}, nil
-	})
+	}
+	err := o.run(build)
+	if errors.Is(err, errLeftTarget) {
+		o.Inputs.noTargeting = true
+		err = o.run(build)
+	}
+	return err
+}
+
+// errLeftTarget: a targeted read was not enough for the walk.
+var errLeftTarget = errors.New("the walk left the Service's chains")
+
+// leftTarget: some walk reached a chain whose rules were not read.
+func leftTarget(rep *diagnose.TraceReport) bool {
+	for _, pt := range rep.Traces {
+		for _, n := range pt.NotModelled {
+			if strings.HasSuffix(n.What, " is not in the input") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // traceRows are the outcomes of every trace, a row each.

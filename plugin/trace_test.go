@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -124,5 +126,37 @@ func TestTraceErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error()+errOut, tc.want) {
 			t.Errorf("%v: %v %s, want an error saying %q", tc.args, err, errOut, tc.want)
 		}
+	}
+}
+
+// TestTraceLeavesItsService: a trace of one Service reads only its chains
+// of a dump; a rule that sends its traffic into another Service's chains
+// (here a stale-looking jump put before its own) makes the walk read the
+// dump whole, and the answer is that of the whole dump.
+func TestTraceLeavesItsService(t *testing.T) {
+	text, err := os.ReadFile(smallDir + "iptables/save-nft-ipv4.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const own = "-A KUBE-SERVICES -d 10.96.10.1/32 -p tcp -m comment --comment \"shop/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO\n"
+	if !strings.Contains(string(text), own) {
+		t.Fatal("the fixture no longer has shop/web's KUBE-SERVICES rule")
+	}
+	// shop/api's chain, reached first
+	other := "-A KUBE-SERVICES -d 10.96.10.1/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-RUKNB3TURLFC6SGL\n"
+	dump := filepath.Join(t.TempDir(), "dump.txt")
+	if err := os.WriteFile(dump, []byte(strings.Replace(string(text), own, other+own, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCmd(t, nil, "trace", "--to", "svc/web", "-n", "shop", "--from-dump", dump, "--from-objects", smallDir+"objects.json",
+		"--node", "node-a", "--node-ip", "10.0.0.10", "-o", "json")
+	if code := exitOf(t, err, errOut); code != ExitHealthy {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"endpoint": "10.244.1.21:8080"`) || !strings.Contains(out, `"endpoint": "10.244.2.21:8080"`) || strings.Contains(out, "10.244.0.11:8080") {
+		t.Errorf("the traffic goes to shop/api's endpoints; got %.800s", out)
+	}
+	if strings.Contains(out, "is not in the input") {
+		t.Errorf("the walk stopped at a chain the targeted read left out")
 	}
 }
