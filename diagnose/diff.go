@@ -13,12 +13,17 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
-// NodeDiff is what two nodes (or one node at two times) have programmed
-// differently, by ownership: per Service port and family, the per-service
-// chains, endpoints and entries (cluster IP, node port, external and
-// load-balancer IPs) one has and the other lacks. Rule order, counters,
-// comments (large-cluster mode), the iptables backend, the proxy mode's
-// naming and nftables handles do not count.
+// NodeDiff is what two nodes (or one node at two times) do differently to
+// Service traffic, and what they have programmed differently. Per Service
+// port and family: what each route (an entry walked from a pod, the node
+// or outside, as explain walks it) does to new connections (the endpoints
+// reached and their shares, the verdicts of the rest, masquerade), and by
+// ownership the entries (cluster IP, node port, external and load-balancer
+// IPs), endpoints, per-service chains and stale chains one has and the
+// other lacks. Node-wide: the fixed rules by what they do (the masquerade
+// mark; KUBE-FORWARD, KUBE-FIREWALL, filter-forward). Rule order,
+// counters, comments (large-cluster mode), the iptables backend, the proxy
+// mode's naming and nftables handles do not count.
 type NodeDiff struct {
 	APIVersion string   `json:"apiVersion"`
 	Kind       string   `json:"kind"`
@@ -31,7 +36,10 @@ type NodeDiff struct {
 	// Unowned are kube-proxy chains no Service of either side's objects
 	// owns, by name.
 	Unowned UnownedDiff `json:"unowned"`
-	Notes   []string    `json:"notes"`
+	// FixedRules are the differences of the fixed rules (kube-proxy's
+	// chains of no Service), by what they do.
+	FixedRules []FixedRuleDiff `json:"fixedRules"`
+	Notes      []string        `json:"notes"`
 	// Status: healthy when nothing differs, problems when something does
 	// (a difference is not necessarily a fault: see Expected).
 	Status Status `json:"status"`
@@ -58,6 +66,9 @@ type ServicePortDiff struct {
 	// policy, topology hints: each node uses its own endpoints), or that
 	// the Service was deleted or created between the two.
 	Expected string `json:"expected,omitempty"`
+	// Routes are the routes whose new connections fare otherwise on A
+	// than on B: endpoints and shares, verdicts, masquerade.
+	Routes []RouteDiff `json:"routes,omitempty"`
 }
 
 // DiffEntry is one thing one side has programmed.
@@ -90,24 +101,30 @@ type DiffSides struct {
 	CollectedB string
 }
 
-// Diff compares two nodes by ownership. The chains of both are attributed
-// with the objects of both (B's, the newer, first), so that a chain whose
-// Service was deleted between A and B still has its owner's name.
+// Diff compares two nodes by what their rules do to Service traffic and by
+// ownership. The chains of both are attributed, and the routes of both
+// walked, with the objects of both (B's, the newer, first), so that a
+// chain whose Service was deleted between A and B still has its owner's
+// name, and both sides walk the same entries.
 func Diff(in DiffSides) *NodeDiff {
 	objs := mergeObjects(in.B.Objects, in.A.Objects)
 	d := &NodeDiff{APIVersion: APIVersion, Kind: "NodeDiff", ServicePorts: []ServicePortDiff{}, Notes: []string{},
-		Unowned: UnownedDiff{OnlyA: []string{}, OnlyB: []string{}}}
+		Unowned: UnownedDiff{OnlyA: []string{}, OnlyB: []string{}}, FixedRules: []FixedRuleDiff{}}
 	d.A = DiffSide{Source: in.SourceA, Node: in.A.Name, Mode: string(DetectMode(in.A.Ruleset).Detected), CollectedAt: in.CollectedA}
 	d.B = DiffSide{Source: in.SourceB, Node: in.B.Name, Mode: string(DetectMode(in.B.Ruleset).Detected), CollectedAt: in.CollectedB}
 	if objs == nil {
 		d.Notes = append(d.Notes, "no Services and EndpointSlices on either side: chains are compared by their comments and names only; pass --from-objects or bundles that hold them")
 	}
-	a, unownedA := ownedThings(in.A, objs)
-	b, unownedB := ownedThings(in.B, objs)
+	a, routesA, unownedA := ownedThings(in.A, objs)
+	b, routesB, unownedB := ownedThings(in.B, objs)
+	var families []kubeproxy.Family
 	// A family one side has no rules for at all is a dump missing, not a
 	// difference of every Service: said once.
 	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
 		inA, inB := hasFamily(in.A, fam), hasFamily(in.B, fam)
+		if inA && inB {
+			families = append(families, fam)
+		}
 		if inA == inB {
 			continue
 		}
@@ -123,11 +140,18 @@ func Diff(in DiffSides) *NodeDiff {
 				}
 			}
 		}
+		for _, m := range []map[spKey]*sideRoutes{routesA, routesB} {
+			for k := range m {
+				if k.family == string(fam) {
+					delete(m, k)
+				}
+			}
+		}
 	}
 	if d.A.Mode != d.B.Mode {
 		// What only iptables mode writes: node ports on localhost
 		// (route_localnet) and the health-check-port accepts.
-		d.Notes = append(d.Notes, fmt.Sprintf("A is in %s mode, B in %s mode: what only one mode writes (localhost node ports, health-check accepts) is not compared", d.A.Mode, d.B.Mode))
+		d.Notes = append(d.Notes, fmt.Sprintf("A is in %s mode, B in %s mode: what only one mode writes (localhost node ports, health-check accepts; KUBE-FORWARD, KUBE-FIREWALL, filter-forward) is not compared, nor where a verdict was decided", d.A.Mode, d.B.Mode))
 		for _, m := range []map[spKey]map[string]DiffEntry{a, b} {
 			for _, entries := range m {
 				for key, e := range entries {
@@ -144,6 +168,11 @@ func Diff(in DiffSides) *NodeDiff {
 	}
 	for k := range b {
 		keys[k] = true
+	}
+	for _, m := range []map[spKey]*sideRoutes{routesA, routesB} {
+		for k := range m {
+			keys[k] = true
+		}
 	}
 	order := make([]spKey, 0, len(keys))
 	for k := range keys {
@@ -162,34 +191,109 @@ func Diff(in DiffSides) *NodeDiff {
 			protocols[sp.String()] = string(sp.Protocol)
 		}
 	}
+	sameMode := d.A.Mode == d.B.Mode
+	masqA, masqB := AnalyzeMasquerade(in.A.Ruleset, nil), AnalyzeMasquerade(in.B.Ruleset, nil)
+	// A masquerade rule nft does not show (iptables-nft read through nft)
+	// leaves masquerading unknown: not compared, and said once.
+	masqHidden := map[string]bool{}
+	for _, fam := range families {
+		for _, side := range []struct {
+			name string
+			reps []MasqReport
+		}{{"A", masqA}, {"B", masqB}} {
+			for _, r := range side.reps {
+				if r.Family == fam && r.RandomFullyUnknown && !masqHidden[string(fam)] {
+					masqHidden[string(fam)] = true
+					d.Notes = append(d.Notes, fmt.Sprintf("%s's %s masquerade rule is not visible (iptables-nft read through nft): whether connections are masqueraded is not compared for %s", side.name, fam, fam))
+				}
+			}
+		}
+	}
 	for _, k := range order {
 		onlyA, onlyB := withoutRoutesOfOwnEndpoints(minus(a[k], b[k])), withoutRoutesOfOwnEndpoints(minus(b[k], a[k]))
-		if len(onlyA) == 0 && len(onlyB) == 0 {
+		routes := diffRoutes(routesA[k], routesB[k], sameMode, !masqHidden[k.family])
+		if len(onlyA) == 0 && len(onlyB) == 0 && len(routes) == 0 {
 			d.Same++
 			continue
 		}
 		ns, name, _, _ := correlate.ParseServicePortName(k.servicePort)
-		d.ServicePorts = append(d.ServicePorts, ServicePortDiff{ServicePort: k.servicePort, Protocol: protocols[k.servicePort], Family: k.family,
-			OnlyA: onlyA, OnlyB: onlyB, Expected: why[ns+"/"+name]})
+		sp := ServicePortDiff{ServicePort: k.servicePort, Protocol: protocols[k.servicePort], Family: k.family,
+			OnlyA: onlyA, OnlyB: onlyB, Expected: why[ns+"/"+name]}
+		if len(routes) > 0 {
+			sp.Routes = routes
+		}
+		d.ServicePorts = append(d.ServicePorts, sp)
 	}
 	d.Unowned.OnlyA = minusNames(unownedA, unownedB)
 	d.Unowned.OnlyB = minusNames(unownedB, unownedA)
+	d.FixedRules = diffFixedRules(in.A, in.B, masqA, masqB, families)
 	d.Status = StatusHealthy
-	if len(d.ServicePorts) > 0 || len(d.Unowned.OnlyA) > 0 || len(d.Unowned.OnlyB) > 0 {
+	if len(d.ServicePorts) > 0 || len(d.Unowned.OnlyA) > 0 || len(d.Unowned.OnlyB) > 0 || len(d.FixedRules) > 0 {
 		d.Status = StatusProblems
 	}
 	return d
+}
+
+// diffFixedRules compares the fixed rules of the families both sides
+// have: the masquerade facts in any modes, the rules' facts when both
+// sides run the same mode.
+func diffFixedRules(a, b *Node, masqA, masqB []MasqReport, families []kubeproxy.Family) []FixedRuleDiff {
+	out := []FixedRuleDiff{}
+	modesA, modesB := fixedModes(a), fixedModes(b)
+	if len(modesA) == 0 || len(modesB) == 0 {
+		return out
+	}
+	type pair struct{ a, b kubeproxy.Mode }
+	var pairs []pair
+	if strings.Join(modeNames(modesA), ",") == strings.Join(modeNames(modesB), ",") {
+		for _, m := range modesA {
+			pairs = append(pairs, pair{m, m})
+		}
+	} else {
+		pairs = []pair{{modesA[0], modesB[0]}}
+	}
+	for _, fam := range families {
+		for _, p := range pairs {
+			same := p.a == p.b
+			out = append(out, diffFixed(fam, fixedFacts(a, masqA, p.a, fam, same), fixedFacts(b, masqB, p.b, fam, same))...)
+		}
+	}
+	return out
+}
+
+// fixedModes are the modes whose fixed rules a node holds: iptables (for
+// ipvs mode too), nftables, or both.
+func fixedModes(n *Node) []kubeproxy.Mode {
+	switch DetectMode(n.Ruleset).Detected {
+	case kubeproxy.ModeIPTables, kubeproxy.ModeIPVS:
+		return []kubeproxy.Mode{kubeproxy.ModeIPTables}
+	case kubeproxy.ModeNFTables:
+		return []kubeproxy.Mode{kubeproxy.ModeNFTables}
+	case kubeproxy.ModeBoth:
+		return []kubeproxy.Mode{kubeproxy.ModeIPTables, kubeproxy.ModeNFTables}
+	}
+	return nil
+}
+
+func modeNames(ms []kubeproxy.Mode) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m))
+	}
+	return out
 }
 
 type spKey struct{ servicePort, family string }
 
 // ownedThings lists, per Service port and family, what the node has
 // programmed for it, keyed independently of the proxy mode's names: the
-// entries and the endpoints traffic reaches (from the path explain
-// follows), the per-service chains by kind, and the stale chains (judged
-// with the node's own objects) by former owner.
-func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEntry, []string) {
+// entries and the endpoints traffic reaches (from the routes explain
+// walks), the per-service chains by kind, and the stale chains (judged
+// with the node's own objects) by former owner; and the routes, by what
+// they do.
+func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEntry, map[spKey]*sideRoutes, []string) {
 	out := map[spKey]map[string]DiffEntry{}
+	routes := map[spKey]*sideRoutes{}
 	add := func(k spKey, e DiffEntry) {
 		if out[k] == nil {
 			out[k] = map[string]DiffEntry{}
@@ -214,7 +318,11 @@ func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEnt
 					add(k, DiffEntry{What: "entry", Kind: e.Kind, Detail: e.Address})
 				}
 				chains := map[string]string{}
+				if routes[k] == nil {
+					routes[k] = &sideRoutes{}
+				}
 				for _, r := range pp.Routes {
+					routes[k].add(r)
 					for _, h := range r.Hops {
 						if h.Chain != "" {
 							chains[h.Endpoint] = h.Chain
@@ -243,7 +351,7 @@ func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEnt
 			add(spKey{c.ServicePort, c.Family}, DiffEntry{What: "stale chain", Kind: string(c.Kind), Detail: c.Endpoint, Chain: c.Chain})
 		}
 	}
-	return out, unowned
+	return out, routes, unowned
 }
 
 // routeKind names a route's traffic: internal (from a pod), external

@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
@@ -19,7 +22,20 @@ import (
 type DiffOptions struct {
 	analysisOptions
 	a, b string
+	// kindA, kindB: what A and B are (a node, a bundle, a dump).
+	kindA, kindB sideKind
+	// fromFlags: A and B came as two --from-dump (or --from-bundle).
+	fromFlags bool
 }
+
+// sideKind is what one side of a diff is.
+type sideKind int
+
+const (
+	sideNode sideKind = iota
+	sideBundle
+	sideDump
+)
 
 const diffExample = `  # What does node-3 program differently from node-4? (both read live)
   %[1]s diff node-3 node-4
@@ -29,51 +45,82 @@ const diffExample = `  # What does node-3 program differently from node-4? (both
   %[1]s diff node-3-yesterday.tar.gz node-3-today.tar.gz
 
   # A node now against a bundle from before the incident, one namespace
-  %[1]s diff incident-4711/nodes/node-3 node-3 -n shop -o json`
+  %[1]s diff incident-4711/nodes/node-3 node-3 -n shop -o json
+
+  # Two saved dumps (iptables-save, nft list ruleset), with the objects
+  %[1]s diff a.txt b.txt --from-objects objects.json
+  %[1]s diff --from-dump a --from-dump b --from-objects o.json`
 
 // NewCmdDiff builds `diff`.
 func NewCmdDiff(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &DiffOptions{analysisOptions: analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "diff A B",
-		Short: "Compare what two nodes (or one node at two times) program, by Service port and endpoint",
-		Long: `Compare two nodes, a node and a bundle, or two bundles, by ownership: for each
-Service port and IP family, the entry rules (cluster IP, node port, external
-and load-balancer IPs), the endpoints traffic reaches, the per-service
-chains and the stale chains that one side has and the other lacks. Rule
-order, counters, comments (large-cluster mode drops them), the iptables
-backend, the proxy mode's naming and nftables handles do not count, so an
-iptables node and an nftables node of the same cluster compare too.
+		Short: "Compare what two nodes (or one node at two times) do to Service traffic",
+		Long: `Compare two nodes, bundles or dumps by what their rules do to Service
+traffic. For each Service port, IP family and route (an entry: cluster IP,
+node port, external or load-balancer IP, walked from a pod, the node or
+outside, as explain walks it): the endpoints new connections are DNATed to
+and their shares, what happens to the rest (dropped, rejected, not
+DNATed) and whether they are masqueraded. Then, by ownership, the entries,
+endpoints, per-service chains and stale chains one side has and the other
+lacks; and the fixed rules by what they do: the masquerade mark (the bit
+KUBE-MARK-MASQ or nftables' mark set sets, the bit postrouting tests),
+KUBE-FORWARD and KUBE-FIREWALL (iptables mode), filter-forward (nftables
+mode). Rule order, counters, comments, the iptables backend, the proxy
+mode's naming and nftables handles do not count, so an iptables node and
+an nftables node of the same cluster compare too.
 
-Each of A and B is a node name (read live, as --node does) or a bundle
-(a folder or .tar.gz written by collect; a node's folder of a sweep). The
-chains of both are attributed with the objects of both, the newer first: a
-bundle from before an incident names the former owners of chains whose
-Services were deleted since, which no hash can invert. Differences a Local
-traffic policy or topology hints explain are said so.
+Each of A and B is a node name (read live, as --node does), a bundle (a
+folder or .tar.gz written by collect; a node's folder of a sweep) or a
+saved ruleset (iptables-save, nft list ruleset, ...; or give both as
+--from-dump A --from-dump B). The chains of both are attributed with the
+objects of both, the newer first: a bundle from before an incident names
+the former owners of chains whose Services were deleted since, which no
+hash can invert. Differences a Local traffic policy or topology hints
+explain are said so.
 
-Exit status: 0 when A and B program the same, 2 when they differ, 1 when
-a side could not be read.`,
+Exit status: 0 when A and B do the same, 2 when they differ, 1 when a
+side could not be read.`,
 		Example: fmt.Sprintf(diffExample, name),
-		Args:    cobra.ExactArgs(2),
-		RunE:    runAnalysis(o),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil // two --from-dump (or --from-bundle): see Validate
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
+		RunE: runAnalysis(o),
 	}
 	o.Inputs.AddFlags(cmd, kube)
 	o.Inputs.addSelectFlags(cmd)
 	o.Out.AddFlags(cmd, false)
-	// A and B are the nodes or bundles; --node and --from-* do not apply.
-	for _, f := range []string{"node", "from-dump", "from-bundle", "from-metrics", "from-config"} {
-		_ = cmd.Flags().MarkHidden(f)
+	fs := cmd.Flags()
+	fs.Lookup("from-dump").Usage = "A's and B's saved rulesets (iptables-save, iptables -S, nft list ruleset, nft -j list ruleset, knftables dump), given twice instead of the arguments: the first is A"
+	fs.Lookup("from-bundle").Usage = "A's and B's bundles written by \"collect -d\" (a folder or .tar.gz), given twice instead of the arguments: the first is A"
+	// A and B are the nodes, bundles or dumps; --node, --from-metrics and
+	// --from-config do not apply.
+	for _, f := range []string{"node", "from-metrics", "from-config"} {
+		_ = fs.MarkHidden(f)
 	}
 	return cmd
 }
 
-// Complete takes A and B.
+// Complete takes A and B: the arguments, or two --from-dump (or two
+// --from-bundle).
 func (o *DiffOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.analysisOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.a, o.b = args[0], args[1]
+	in := &o.Inputs
+	switch {
+	case len(args) == 2:
+		o.a, o.b = args[0], args[1]
+		o.kindA, o.kindB = kindOfSide(o.a), kindOfSide(o.b)
+	case len(in.Dumps) == 2 && len(in.Bundles) == 0:
+		o.a, o.b, o.kindA, o.kindB, o.fromFlags = in.Dumps[0], in.Dumps[1], sideDump, sideDump, true
+	case len(in.Bundles) == 2 && len(in.Dumps) == 0:
+		o.a, o.b, o.kindA, o.kindB, o.fromFlags = in.Bundles[0], in.Bundles[1], sideBundle, sideBundle, true
+	}
 	return nil
 }
 
@@ -83,8 +130,13 @@ func (o *DiffOptions) Validate() error {
 		return err
 	}
 	in := &o.Inputs
-	if len(in.Nodes) > 0 || len(in.Dumps) > 0 || len(in.Bundles) > 0 || len(in.Metrics) > 0 || len(in.Config) > 0 {
-		return fmt.Errorf("diff compares A and B, each a node name or a bundle: pass them as the two arguments (--from-objects may add objects to both)")
+	const how = "diff compares A and B, each a node name, a bundle or a dump: pass them as the two arguments, or as two --from-dump (or two --from-bundle) and no arguments (--from-objects may add objects to both)"
+	switch {
+	case len(in.Nodes) > 0 || len(in.Metrics) > 0 || len(in.Config) > 0:
+		return fmt.Errorf("%s", how)
+	case o.fromFlags:
+	case o.a == "" || len(in.Dumps) > 0 || len(in.Bundles) > 0:
+		return fmt.Errorf("%s", how)
 	}
 	if o.a == o.b {
 		return fmt.Errorf("A and B are both %s: a diff needs two", o.a)
@@ -92,18 +144,49 @@ func (o *DiffOptions) Validate() error {
 	return nil
 }
 
-// isBundle: a path that exists is a bundle, anything else a node name.
-func isBundle(arg string) bool {
-	_, err := os.Stat(arg)
-	return err == nil
+// kindOfSide tells what an argument is: a path that does not exist is a
+// node name; a folder, a .tar.gz (or anything gzip or tar) and a bundle's
+// bundle.json are a bundle, as collect writes them; any other file (a
+// pipe too, as <(iptables-save) gives) is a dump, as --from-dump reads it.
+func kindOfSide(arg string) sideKind {
+	if arg == "-" {
+		return sideDump
+	}
+	st, err := os.Stat(arg)
+	switch {
+	case err != nil:
+		return sideNode
+	case st.IsDir(), collect.IsArchiveName(arg), filepath.Base(arg) == collect.ManifestFile:
+		return sideBundle
+	case !st.Mode().IsRegular():
+		return sideDump // a FIFO is not looked into: reading it would consume it
+	}
+	f, err := os.Open(arg)
+	if err != nil {
+		return sideDump // the dump's reader says why
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	if input.Identify(head[:n]).Kind == input.KindBundle {
+		return sideBundle
+	}
+	return sideDump
 }
 
 // side is one side of the diff, as InputOptions.
-func (o *DiffOptions) side(arg string) *InputOptions {
+func (o *DiffOptions) side(arg string, kind sideKind) *InputOptions {
 	one := o.Inputs
-	if isBundle(arg) {
+	one.Dumps, one.Bundles, one.Nodes, one.Node = nil, nil, nil, ""
+	switch kind {
+	case sideBundle:
+		if filepath.Base(arg) == collect.ManifestFile {
+			arg = filepath.Dir(arg)
+		}
 		one.Bundles = []string{arg}
-	} else {
+	case sideDump:
+		one.Dumps = []string{arg}
+	default:
 		one.Nodes, one.Node = []string{arg}, arg
 	}
 	return &one
@@ -111,12 +194,12 @@ func (o *DiffOptions) side(arg string) *InputOptions {
 
 // Run reads both sides and compares them.
 func (o *DiffOptions) Run() error {
-	a, b := o.side(o.a), o.side(o.b)
+	a, b := o.side(o.a, o.kindA), o.side(o.b, o.kindB)
 	// Two live nodes: the objects once, for both.
 	var live []string
-	for _, arg := range []string{o.a, o.b} {
-		if !isBundle(arg) {
-			live = append(live, arg)
+	for _, s := range []*InputOptions{a, b} {
+		if s.Node != "" {
+			live = append(live, s.Node)
 		}
 	}
 	if len(live) > 0 && len(o.Inputs.Objects) == 0 {
@@ -161,7 +244,7 @@ func (o *DiffOptions) Run() error {
 			}
 		}
 		rep.ServicePorts = kept
-		if len(rep.ServicePorts) == 0 && len(rep.Unowned.OnlyA)+len(rep.Unowned.OnlyB) == 0 {
+		if len(rep.ServicePorts) == 0 && len(rep.Unowned.OnlyA)+len(rep.Unowned.OnlyB) == 0 && len(rep.FixedRules) == 0 {
 			rep.Status = diagnose.StatusHealthy
 		}
 	}
@@ -198,8 +281,9 @@ func mergedObjects(a, b *correlate.Objects) *correlate.Objects {
 	return out
 }
 
-// renderDiff prints the diff as a unified diff of ownership: "-" only in A,
-// "+" only in B, per Service port.
+// renderDiff prints the diff as a unified diff: per Service port "!" a
+// route whose connections fare otherwise, then "-" only in A, "+" only in
+// B; then the fixed rules, the same way.
 func renderDiff(out io.Writer, t *Terminal, d *diagnose.NodeDiff) {
 	st := t.styles()
 	side := func(s diagnose.DiffSide) string {
@@ -213,18 +297,31 @@ func renderDiff(out io.Writer, t *Terminal, d *diagnose.NodeDiff) {
 		}
 		return s.Source + " (" + strings.Join(facts, ", ") + ")"
 	}
+	line := func(style lipgloss.Style, s string, indent int) {
+		fmt.Fprintln(out, trimTrailing(style.Render(hangWrap(s, t.Width, indent))))
+	}
 	fmt.Fprintln(out, trimTrailing(st.header.Render(wrapIndent("--- A "+side(d.A), t.Width, 6))))
 	fmt.Fprintln(out, trimTrailing(st.header.Render(wrapIndent("+++ B "+side(d.B), t.Width, 6))))
 	for _, sp := range d.ServicePorts {
 		fmt.Fprintln(out, st.group.Render(fmt.Sprintf("@@ %s %s %s", sp.ServicePort, sp.Protocol, sp.Family)))
+		// What connections meet first: the chains are why.
+		for _, r := range sp.Routes {
+			line(st.warn, "! "+r.Summary, 4)
+		}
 		for _, e := range sp.OnlyA {
-			fmt.Fprintln(out, trimTrailing(st.bad.Render(wrapIndent("- "+e.String(), t.Width, 4))))
+			if e.What == "route" && len(sp.Routes) > 0 {
+				continue // the route's line below says it, with shares
+			}
+			line(st.bad, "- "+e.String(), 4)
 		}
 		for _, e := range sp.OnlyB {
-			fmt.Fprintln(out, trimTrailing(st.good.Render(wrapIndent("+ "+e.String(), t.Width, 4))))
+			if e.What == "route" && len(sp.Routes) > 0 {
+				continue
+			}
+			line(st.good, "+ "+e.String(), 4)
 		}
 		if sp.Expected != "" {
-			fmt.Fprintln(out, trimTrailing(st.dim.Render(wrapIndent("  ("+sp.Expected+")", t.Width, 3))))
+			line(st.dim, "  ("+sp.Expected+")", 3)
 		}
 	}
 	for _, c := range d.Unowned.OnlyA {
@@ -233,16 +330,71 @@ func renderDiff(out io.Writer, t *Terminal, d *diagnose.NodeDiff) {
 	for _, c := range d.Unowned.OnlyB {
 		fmt.Fprintln(out, st.good.Render("+ chain without owner "+c))
 	}
+	family := ""
+	for _, f := range d.FixedRules {
+		if f.Family != family {
+			family = f.Family
+			fmt.Fprintln(out, st.group.Render("@@ fixed rules "+family))
+		}
+		style := st.warn
+		switch s := f.String(); {
+		case strings.HasPrefix(s, "- "):
+			style = st.bad
+		case strings.HasPrefix(s, "+ "):
+			style = st.good
+		}
+		line(style, f.String(), 4)
+	}
 	for _, n := range d.Notes {
 		fmt.Fprintln(out, trimTrailing(st.dim.Render(wrap("note: "+n, t.Width))))
 	}
-	verdict := fmt.Sprintf("%d Service port%s alike", d.Same, plural(d.Same))
-	if n := len(d.ServicePorts); n == 1 {
-		verdict = "1 Service port differs, " + verdict
-	} else if n > 1 {
-		verdict = fmt.Sprintf("%d Service ports differ, ", n) + verdict
-	} else {
-		verdict = "no difference: " + verdict
+	fmt.Fprintln(out, diffVerdict(d))
+}
+
+// diffVerdict is the last line: "1 Service port and the fixed rules
+// differ, 34 Service ports alike", "no difference: 35 Service ports alike".
+func diffVerdict(d *diagnose.NodeDiff) string {
+	alike := fmt.Sprintf("%d Service port%s alike", d.Same, plural(d.Same))
+	var differ []string
+	switch n := len(d.ServicePorts); {
+	case n == 1:
+		differ = append(differ, "1 Service port")
+	case n > 1:
+		differ = append(differ, fmt.Sprintf("%d Service ports", n))
 	}
-	fmt.Fprintln(out, verdict)
+	if len(d.FixedRules) > 0 {
+		differ = append(differ, "the fixed rules")
+	}
+	switch {
+	case len(differ) == 0:
+		return "no difference: " + alike
+	case len(differ) == 1 && len(d.ServicePorts) == 1:
+		return "1 Service port differs, " + alike
+	}
+	return strings.Join(differ, " and ") + " differ, " + alike
+}
+
+// hangWrap wraps s at width, the lines after the first indented by indent
+// and wrapped so that they too fit. Blanks at the start of s go, as wrap's.
+func hangWrap(s string, width, indent int) string {
+	if width < 20 {
+		width = 20
+	}
+	var lines []string
+	cur, empty := "", true
+	for _, w := range strings.Fields(s) {
+		if !empty && lipgloss.Width(cur)+1+lipgloss.Width(w) > width {
+			lines = append(lines, cur)
+			cur, empty = strings.Repeat(" ", indent), true
+		}
+		if !empty {
+			cur += " "
+		}
+		cur += w
+		empty = false
+	}
+	if !empty {
+		lines = append(lines, cur)
+	}
+	return strings.Join(lines, "\n")
 }

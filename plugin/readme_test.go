@@ -16,6 +16,8 @@ const (
 	fault = "testdata/fixtures/sync-failure-v1.37/"
 )
 
+const small = "testdata/fixtures/small-v1.37/"
+
 var readmeSnippets = []struct {
 	name string
 	// shown is the command as the README shows it; args run it here
@@ -26,6 +28,13 @@ var readmeSnippets = []struct {
 	head  int
 	tail  int
 }{
+	{
+		name: "trace",
+		shown: "kubectl proxyrules trace --to 198.51.100.10:443 --from 203.0.113.9 --node node-a --node-ip 10.0.0.10 \\\n" +
+			"    --from-dump " + small + "iptables/save-nft-ipv4.txt --from-objects " + small + "objects.json",
+		args: []string{"trace", "--to", "198.51.100.10:443", "--from", "203.0.113.9", "--node", "node-a", "--node-ip", "10.0.0.10",
+			"--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json"},
+	},
 	{
 		name:  "map-demo",
 		shown: "kubectl proxyrules map -n load --from-dump " + demo + "iptables/save-nft-ipv4.txt \\\n    --from-objects " + demo + "objects.json | grep -E 'SERVICE|load/svc-00[0-3]:http +service|stale|KUBE-SVC-24GJ|KUBE-SEP-H33C|chains'",
