@@ -56,6 +56,7 @@ vet:
 
 unit:
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race -run 'Parallel|Sweep' ./correlate ./plugin
 
 fuzz:
 	@bash hack/fuzz.sh $(FUZZTIME)

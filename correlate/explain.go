@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
@@ -220,26 +223,55 @@ func Explain(rs *inspect.Ruleset, objs *Objects, opts ExplainOptions) (*Explanat
 }
 
 // ExplainAll explains every Service that kube-proxy writes rules for.
+// Services are walked on every core: on a node of thousands of Services
+// walking their routes is most of triage's time. Each worker has its own
+// walkers (an evaluator caches what it reads); the shared indexes are
+// built before they start and only read after.
 func ExplainAll(rs *inspect.Ruleset, objs *Objects, node NodeView) []*Explanation {
 	if objs == nil {
 		return nil
 	}
+	objs.Warm()
+	rs.Index()
 	x := newExplainer(rs, objs)
-	sps := x.sps
-	var out []*Explanation
+	var names []ExplainOptions
 	seen := map[string]bool{}
-	for _, sp := range sps {
+	for _, sp := range x.sps {
 		k := sp.Namespace + "/" + sp.Name
 		if seen[k] || !sp.Proxied {
 			continue
 		}
 		seen[k] = true
-		if ex, err := x.explain(ExplainOptions{Namespace: sp.Namespace, Name: sp.Name, Node: node}); err == nil {
-			out = append(out, ex)
-		}
+		names = append(names, ExplainOptions{Namespace: sp.Namespace, Name: sp.Name, Node: node})
 	}
-	return out
+	out := make([]*Explanation, len(names))
+	workers := min(runtime.GOMAXPROCS(0), len(names)/explainPerWorker+1)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		own := *x
+		own.walkers = map[string]*walker{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(names) {
+					return
+				}
+				if ex, err := own.explain(names[i]); err == nil {
+					out[i] = ex
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return slices.DeleteFunc(out, func(ex *Explanation) bool { return ex == nil })
 }
+
+// explainPerWorker: fewer Services than this are not worth a goroutine
+// (each worker's evaluator reads the shared chains once more).
+var explainPerWorker = 200
 
 // explainer holds what explaining many Services shares, built once so that
 // explaining every Service (triage) stays linear in the cluster: the

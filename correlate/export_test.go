@@ -22,3 +22,12 @@ func DecodeFast(data []byte) (*Objects, bool) {
 	o, _, ok := decodeFast(data, nil)
 	return o, ok
 }
+
+// SetExplainPerWorker sets how many Services make a worker of ExplainAll,
+// so small fixtures are explained by several goroutines; it returns the
+// value to restore.
+func SetExplainPerWorker(n int) int {
+	old := explainPerWorker
+	explainPerWorker = n
+	return old
+}

@@ -60,9 +60,12 @@ type expectation struct {
 }
 
 func expect(sp *ServicePort, fam kubeproxy.Family, nv NodeView) expectation {
-	e := expectation{cluster: map[string]bool{}, local: map[string]bool{}, localKnown: nv.Name != "", node: nv.Name,
-		byEndpoint: map[string]Endpoint{}, clusterWhy: map[string]string{}, localWhy: map[string]string{}}
-	var eps []Endpoint
+	// Sized once: triage expects every service port of the node, and
+	// growing six maps per port cost more than the walks' bookkeeping.
+	n := len(sp.Endpoints)
+	e := expectation{cluster: make(map[string]bool, n), local: map[string]bool{}, localKnown: nv.Name != "", node: nv.Name,
+		byEndpoint: make(map[string]Endpoint, n), clusterWhy: make(map[string]string, n), localWhy: make(map[string]string, n)}
+	eps := make([]Endpoint, 0, n)
 	for _, ep := range sp.Endpoints {
 		if ep.IPv6 != (fam == kubeproxy.IPv6) {
 			continue

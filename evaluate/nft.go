@@ -706,7 +706,7 @@ func (w *walk) numgenFork(t *thread, ch chainRef, ng, m *nft.Expr, others []bran
 	}
 	share := Fraction(1, n)
 	each := t.prob.Mul(share)
-	var out []branch
+	out := make([]branch, 0, int(n)+len(others))
 	for k := uint64(0); k < n; k++ {
 		th := t
 		if k > 0 {
@@ -720,8 +720,7 @@ func (w *walk) numgenFork(t *thread, ch chainRef, ng, m *nft.Expr, others []bran
 		} else {
 			eff = apply(th, el, value)
 		}
-		s := share
-		eff.share = &s
+		eff.share = &share // read only: every branch's share is the same
 		out = append(out, branch{t: th, eff: eff})
 	}
 	return append(out, others...)

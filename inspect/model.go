@@ -129,6 +129,18 @@ func (t *IPTable) Chain(name string) *IPChain {
 	return t.byName[name]
 }
 
+// Index builds every table's name indexes now (Chain, Set and Map build
+// them on first use), so that several goroutines can read the ruleset at
+// once. Nothing writes to it afterwards unless the ruleset is changed.
+func (r *Ruleset) Index() {
+	for _, t := range r.IPTables {
+		t.index()
+	}
+	for _, t := range r.NFTables {
+		t.index()
+	}
+}
+
 // Reindex builds the name index now (Chain builds it on first use),
 // merging chains a garbled dump declared twice.
 func (t *IPTable) Reindex() { t.index() }
