@@ -756,7 +756,7 @@ func recentOf(r *inspect.IPRule) *inspect.Recent {
 
 // joinEndpoints compares the endpoints the routes reach with the slices.
 func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
-	eps := map[string]*EndpointPath{}
+	eps := make(map[string]*EndpointPath, len(exp.byEndpoint))
 	get := func(ep string) *EndpointPath {
 		if eps[ep] == nil {
 			eps[ep] = &EndpointPath{Endpoint: ep}
@@ -811,6 +811,7 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
 			}
 		}
 	}
+	pp.Endpoints = slices.Grow(pp.Endpoints, len(eps))
 	for _, p := range eps {
 		if p.ExternalShare != nil && math.Abs(*p.ExternalShare-p.Share) < 1e-9 {
 			p.ExternalShare = nil
@@ -905,6 +906,9 @@ func elementText(el *knftables.Element) string {
 type mapEntries struct {
 	open, close int
 	byKey       map[int]string
+	// byData is the key of each entry's data: an endpoint ("10.0.0.1 .
+	// 80") or the chain a verdict goes to, without "goto"/"jump".
+	byData map[string]int
 }
 
 // numgenEntries splits the inline map that follows "numgen" in rule text
@@ -919,7 +923,7 @@ func numgenEntries(rule string) mapEntries {
 		return mapEntries{}
 	}
 	open += at
-	m := mapEntries{open: open, byKey: map[int]string{}}
+	m := mapEntries{open: open, byKey: map[int]string{}, byData: map[string]int{}}
 	depth, start := 0, open+1
 	for i := open; i < len(rule); i++ {
 		switch rule[i] {
@@ -944,9 +948,16 @@ func numgenEntries(rule string) mapEntries {
 
 func (m mapEntries) add(entry string) {
 	entry = strings.TrimSpace(entry)
-	key, _, ok := strings.Cut(entry, " : ")
+	key, data, ok := strings.Cut(entry, " : ")
 	if n, err := strconv.Atoi(strings.TrimSpace(key)); ok && err == nil {
 		m.byKey[n] = entry
+		data = strings.TrimSpace(data)
+		if verb, chain, ok := strings.Cut(data, " "); ok && (verb == "goto" || verb == "jump") {
+			data = chain
+		}
+		if _, dup := m.byData[data]; !dup {
+			m.byData[data] = n
+		}
 	}
 }
 

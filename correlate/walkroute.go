@@ -199,10 +199,10 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 	}
 	pkt := evaluate.Packet{Family: fam, Protocol: sp.Proto(), Src: netip.AddrPortFrom(src, 40000), Dst: e.Dst, Origin: origin}
 	res := w.ev.Walk(pkt, evaluate.Options{Brief: true})
-	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Source: src.String(), Chains: []string{}, Hops: []RouteHop{}}
+	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Source: src.String(), Chains: []string{}, Hops: make([]RouteHop, 0, len(res.Outcomes))}
 	sum := 0.0
 	type hopKey struct{ endpoint, chain string }
-	hopAt := map[hopKey]int{}
+	hopAt := make(map[hopKey]int, len(res.Outcomes))
 	var best evaluate.Outcome
 	haveBest := false
 	maps := map[string]mapEntries{} // the numgen maps of the route's rules, read once
@@ -398,19 +398,18 @@ func mapData(ap netip.AddrPort) string {
 	return ap.Addr().String() + " . " + strconv.Itoa(int(ap.Port()))
 }
 
-// onlyEntry is a rule with a numgen map cut to the entry that holds want
-// (the whole map, once per hop, would make output grow with the square of
-// the endpoints); the rule as it is otherwise.
+// onlyEntry is a rule with a numgen map cut to the entry whose data is
+// want, exactly (10.0.0.1 . 80 is not 10.0.0.1 . 8080): the whole map,
+// once per hop, would make output grow with the square of the endpoints.
+// The rule as it is otherwise.
 func onlyEntry(maps map[string]mapEntries, rule, want string) string {
 	m, ok := maps[rule]
 	if !ok {
 		m = numgenEntries(rule)
 		maps[rule] = m
 	}
-	for k, entry := range m.byKey {
-		if strings.Contains(entry, want) {
-			return m.rule(rule, k)
-		}
+	if k, ok := m.byData[want]; ok {
+		return m.rule(rule, k)
 	}
 	return rule
 }
