@@ -52,7 +52,7 @@ type expectation struct {
 	// localKnown is false when no node was given.
 	localKnown bool
 	node       string
-	byEndpoint map[string]Endpoint
+	byEndpoint map[string]*Endpoint // into the service port's endpoints
 	// topology is the mode the hints select for cluster traffic.
 	topology string
 	// clusterWhy / localWhy say, per endpoint, why it is or is not used.
@@ -64,9 +64,10 @@ func expect(sp *ServicePort, fam kubeproxy.Family, nv NodeView) expectation {
 	// growing six maps per port cost more than the walks' bookkeeping.
 	n := len(sp.Endpoints)
 	e := expectation{cluster: make(map[string]bool, n), local: map[string]bool{}, localKnown: nv.Name != "", node: nv.Name,
-		byEndpoint: make(map[string]Endpoint, n), clusterWhy: make(map[string]string, n), localWhy: make(map[string]string, n)}
-	eps := make([]Endpoint, 0, n)
-	for _, ep := range sp.Endpoints {
+		byEndpoint: make(map[string]*Endpoint, n), clusterWhy: make(map[string]string, n)}
+	eps := make([]*Endpoint, 0, n)
+	for i := range sp.Endpoints {
+		ep := &sp.Endpoints[i]
 		if ep.IPv6 != (fam == kubeproxy.IPv6) {
 			continue
 		}
@@ -106,7 +107,11 @@ func expect(sp *ServicePort, fam kubeproxy.Family, nv NodeView) expectation {
 	}
 
 	// Local policy: this node's ready endpoints, else its serving
-	// terminating ones; hints do not apply.
+	// terminating ones; hints do not apply. Only a Local policy asks.
+	if !sp.InternalLocal && !sp.ExternalLocal {
+		return e
+	}
+	e.localWhy = make(map[string]string, n)
 	var localReady, localServing []string
 	for _, ep := range eps {
 		s := ep.String()
@@ -146,7 +151,7 @@ func expect(sp *ServicePort, fam kubeproxy.Family, nv NodeView) expectation {
 
 // topologyMode is pkg/proxy/topology.go topologyModeFromHints, with
 // TopologyUnknown where the input lacks the node or its zone.
-func topologyMode(eps []Endpoint, nv NodeView) string {
+func topologyMode(eps []*Endpoint, nv NodeView) string {
 	ready, allNode, forNode, allZone, forZone := false, true, false, true, false
 	for _, ep := range eps {
 		if !ep.Ready {
@@ -186,7 +191,7 @@ func topologyMode(eps []Endpoint, nv NodeView) string {
 	return TopologyNone
 }
 
-func availableForTopology(ep Endpoint, mode string, nv NodeView) bool {
+func availableForTopology(ep *Endpoint, mode string, nv NodeView) bool {
 	switch mode {
 	case TopologyNone:
 		return true
@@ -209,7 +214,7 @@ func topologyTarget(mode string, nv NodeView) string {
 	return "this node's zone (" + zone + ")"
 }
 
-func hintsText(ep Endpoint) string {
+func hintsText(ep *Endpoint) string {
 	var parts []string
 	if len(ep.NodeHints) > 0 {
 		parts = append(parts, "node "+strings.Join(ep.NodeHints, ","))
@@ -230,7 +235,7 @@ func unknownWhat(nv NodeView) string {
 	return fmt.Sprintf("node %s's zone (pass its Node object: kubectl get node %s -o json, with --from-objects)", nv.Name, nv.Name)
 }
 
-func notReadyWhy(ep Endpoint) string {
+func notReadyWhy(ep *Endpoint) string {
 	switch {
 	case ep.Terminating && ep.Serving:
 		return "terminating: not used while a ready endpoint exists"

@@ -210,7 +210,7 @@ func PodSource(prefix netip.Prefix, objs *Objects) netip.Addr {
 	if objs != nil {
 		for _, sp := range objs.ServicePorts() {
 			for _, ep := range sp.Endpoints {
-				if a, err := netip.ParseAddr(ep.IP); err == nil {
+				if a, err := netip.ParseAddr(ep.IP); err == nil && prefix.Contains(a) {
 					used[a] = true
 				}
 			}

@@ -137,7 +137,7 @@ func (w *walk) decide(t *thread, ch chainRef, i int, c cond, share **Prob) (matc
 		if c.p.IsOne() {
 			return true, nil
 		}
-		miss = t.clone()
+		miss = w.clone(t)
 		miss.prob = miss.prob.Mul(c.p.Complement())
 		t.prob = t.prob.Mul(c.p)
 		p := c.p
@@ -163,7 +163,7 @@ func (w *walk) decide(t *thread, ch chainRef, i int, c cond, share **Prob) (matc
 func (w *walk) assumeBoth(t *thread, ch chainRef, i int, what string, holdsForMatch bool, why string, aff *Affinity) *thread {
 	tb, fam, _ := ch.tableLabel()
 	w.note(NotModelled{Table: tb, Family: fam, Chain: ch.name(), Rule: i, What: what, Why: why})
-	miss := t.clone()
+	miss := w.clone(t)
 	miss.assume(Assumption{Table: tb, Family: fam, Chain: ch.name(), Rule: i, What: what, Holds: !holdsForMatch})
 	t.assume(Assumption{Table: tb, Family: fam, Chain: ch.name(), Rule: i, What: what, Holds: holdsForMatch})
 	if aff != nil {

@@ -710,7 +710,7 @@ func (w *walk) numgenFork(t *thread, ch chainRef, ng, m *nft.Expr, others []bran
 	for k := uint64(0); k < n; k++ {
 		th := t
 		if k > 0 {
-			th = t.clone()
+			th = w.clone(t)
 		}
 		th.prob = each
 		el, value, ok := w.mapLookup(ch, m, []value{{t: tNum, num: k + ng.Offset}})

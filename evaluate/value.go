@@ -40,6 +40,14 @@ var protoNumbers = map[string]uint64{
 
 // protoNumber reads a protocol by name or number.
 func protoNumber(s string) (uint64, bool) {
+	switch s { // what kube-proxy writes, without a map lookup: every rule names one
+	case "tcp":
+		return 6, true
+	case "udp":
+		return 17, true
+	case "sctp":
+		return 132, true
+	}
 	s = strings.ToLower(s)
 	if n, ok := protoNumbers[s]; ok {
 		return n, true

@@ -25,7 +25,9 @@ type Evaluator struct {
 	indexes  map[*inspect.IPChain]*chainIndex
 	sets     map[setKey]*elemIndex
 	alts     map[*nft.Expr]alternativeWords
-	keyBuf   []byte // scratch for a lookup's key
+	keyBuf   []byte    // scratch for a lookup's key
+	free     []*thread // threads of ended branches, for the next forks
+	outcomes []Outcome // scratch for a walk's outcomes
 }
 
 // New returns an evaluator of rs on a node.
@@ -59,7 +61,14 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = 1 << 20
 	}
-	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: []Outcome{}, NotModelled: []NotModelled{}}}
+	// The outcomes gather in the evaluator's scratch and are copied out
+	// once, sized: appending to a fresh list grew it a dozen times a walk.
+	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: e.outcomes[:0], NotModelled: []NotModelled{}}}
+	defer func() {
+		e.outcomes = w.res.Outcomes
+		w.res.Outcomes = append(make([]Outcome, 0, len(e.outcomes)), e.outcomes...)
+		clear(e.outcomes) // hold no path of a walk that is over
+	}()
 	if p.Family == "" {
 		p.Family = kubeproxy.IPv4
 		if p.Dst.Addr().Is6() && !p.Dst.Addr().Is4In6() {
@@ -75,11 +84,13 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 		w.note(NotModelled{Rule: -1, What: "the node's own addresses are not known",
 			Why: "every address but loopback was taken as another host's (-m addrtype LOCAL, fib daddr type local, local delivery)"})
 	}
-	t := &thread{
+	t := e.newThread()
+	*t = thread{
 		src: p.Src, dst: p.Dst, origDst: p.Dst, origSrc: p.Src,
 		mark: p.Mark, prob: One(), ctstate: ctInvalid,
 		hooks: firstHooks(p.Origin),
 		iif:   p.InIface, iifKnown: p.InIface != "" || p.Origin == FromNode,
+		frames: t.frames,
 	}
 	w.plan = plan
 	w.pkt = p
@@ -89,9 +100,10 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 		w.queue = w.queue[:len(w.queue)-1]
 		if len(w.res.Outcomes)+len(w.queue) >= opts.MaxOutcomes {
 			w.res.Truncated = true
-			continue
+		} else {
+			w.run(t)
 		}
-		w.run(t)
+		e.release(t)
 	}
 	return w.res
 }
@@ -190,10 +202,31 @@ type assumeNode struct {
 	prev *assumeNode
 }
 
-func (t *thread) clone() *thread {
-	c := *t
-	c.frames = append(make([]frame, 0, len(t.frames)+2), t.frames...)
-	return &c
+// clone is a copy of t that goes its own way from here.
+func (w *walk) clone(t *thread) *thread {
+	c := w.e.newThread()
+	frames := c.frames[:0]
+	*c = *t
+	c.frames = append(frames, t.frames...)
+	return c
+}
+
+// newThread is a thread a finished walk branch left (its frames' room
+// kept), or a new one: forks are most of a walk's allocations.
+func (e *Evaluator) newThread() *thread {
+	if n := len(e.free); n > 0 {
+		t := e.free[n-1]
+		e.free = e.free[:n-1]
+		return t
+	}
+	return &thread{frames: make([]frame, 0, 6)}
+}
+
+// release takes back a thread whose branch has ended: its outcome holds
+// copies of what it needs, nothing holds the thread.
+func (e *Evaluator) release(t *thread) {
+	*t = thread{frames: t.frames[:0]}
+	e.free = append(e.free, t)
 }
 
 func (t *thread) addHop(h Hop) { t.path = &hopNode{hop: h, prev: t.path} }
@@ -283,6 +316,8 @@ func (w *walk) run(t *thread) {
 		for k := len(brs) - 1; k >= 1; k-- {
 			if w.apply(brs[k].t, ch, i, brs[k].eff) {
 				w.queue = append(w.queue, brs[k].t)
+			} else {
+				w.e.release(brs[k].t)
 			}
 		}
 		if !w.apply(t, ch, i, brs[0].eff) {

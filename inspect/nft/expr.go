@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // This file reads one nftables rule into its statements, for the packet
@@ -189,7 +190,17 @@ const maxRuleTokens = 1 << 20
 // parts it could not evaluate.
 func ParseStatements(text string) []Statement {
 	p := &stmtParser{text: text}
-	p.toks = lexRule(text)
+	// The tokens are scratch (statements keep substrings of text, not
+	// tokens): an evaluator parses a rule per rule it visits, and growing
+	// a fresh token list each time was most of what parsing allocated.
+	buf := tokPool.Get().(*[]ruleTok)
+	p.toks = lexRule((*buf)[:0], text)
+	defer func() {
+		if cap(p.toks) <= pooledTokens {
+			*buf = p.toks[:0]
+			tokPool.Put(buf)
+		}
+	}()
 	if len(p.toks) > maxRuleTokens {
 		return []Statement{{Kind: StmtUnknown, Text: text}}
 	}
@@ -225,8 +236,13 @@ type stmtParser struct {
 // lexRule splits rule text into words, quoted strings (quotes kept) and
 // the punctuation `{ } , ( )`; a ',' or '}' that ends a word is a token of
 // its own.
-func lexRule(s string) []ruleTok {
-	var out []ruleTok
+// pooledTokens: a token list longer than a large rule's is not kept.
+const pooledTokens = 4096
+
+var tokPool = sync.Pool{New: func() any { return new([]ruleTok) }}
+
+// lexRule appends the tokens of s to out.
+func lexRule(out []ruleTok, s string) []ruleTok {
 	i := 0
 	for i < len(s) {
 		c := s[i]
