@@ -160,6 +160,9 @@ type Route struct {
 	// kube-proxy writes them.
 	Assumed []string `json:"assumed,omitempty"`
 	Hidden  []string `json:"hidden,omitempty"`
+	// Truncated: the walk had more branches than it follows; the hops
+	// and outcomes are the first ones only.
+	Truncated bool `json:"truncated,omitempty"`
 	// Note says in words what the route means for its clients, where
 	// that takes more than its endpoints (a Local traffic policy).
 	Note string `json:"note,omitempty"`

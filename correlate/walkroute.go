@@ -198,8 +198,11 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 		src = ExternalSource(sp, fam)
 	}
 	pkt := evaluate.Packet{Family: fam, Protocol: sp.Proto(), Src: netip.AddrPortFrom(src, 40000), Dst: e.Dst, Origin: origin}
-	res := w.ev.Walk(pkt, evaluate.Options{Brief: true})
-	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Source: src.String(), Chains: []string{}, Hops: make([]RouteHop, 0, len(res.Outcomes))}
+	// Every endpoint is an outcome, twice with affinity: a Service larger
+	// than the walk's default bound still gets all of its own.
+	res := w.ev.Walk(pkt, evaluate.Options{Brief: true, MaxOutcomes: max(evaluate.DefaultMaxOutcomes, 4*len(sp.Endpoints)+1024)})
+	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Source: src.String(), Chains: []string{},
+		Hops: make([]RouteHop, 0, len(res.Outcomes)), Truncated: res.Truncated}
 	sum := 0.0
 	type hopKey struct{ endpoint, chain string }
 	hopAt := make(map[hopKey]int, len(res.Outcomes))

@@ -164,7 +164,15 @@ func judgeOn(n *Node, ex *correlate.Explanation) (*ServiceExplanation, []Gap) {
 	var unchecked []Gap
 	for i := range rep.Ports {
 		pp := &rep.Ports[i]
-		if pp.Mode != string(kubeproxy.ModeIPTables) || !partialTables(n, kubeproxy.Family(pp.Family)) {
+		var reason, remedy string
+		switch {
+		case pp.Mode == string(kubeproxy.ModeIPTables) && partialTables(n, kubeproxy.Family(pp.Family)):
+			reason, remedy = "the "+pp.Family+" rules are an excerpt, and what it does not show may hold it", "the whole "+saveCommand(kubeproxy.Family(pp.Family))
+		case truncatedRoute(&pp.PortPath):
+			// The walk stopped before the last branches: an endpoint it
+			// did not reach may be reached by one it did not follow.
+			reason, remedy = truncatedReason, truncatedRemedy
+		default:
 			continue
 		}
 		kept := pp.Problems[:0:0]
@@ -172,7 +180,7 @@ func judgeOn(n *Node, ex *correlate.Explanation) (*ServiceExplanation, []Gap) {
 			if absenceKinds[p.Kind] && p.Severity != SeverityInfo {
 				what, _, _ := strings.Cut(p.Message, ": ")
 				unchecked = append(unchecked, Gap{Check: fmt.Sprintf("%s (%s %s): %s", pp.ServicePort, pp.Mode, pp.Family, what),
-					Reason: "the " + pp.Family + " rules are an excerpt, and what it does not show may hold it", Remedy: "the whole " + saveCommand(kubeproxy.Family(pp.Family))})
+					Reason: reason, Remedy: remedy})
 				continue
 			}
 			kept = append(kept, p)
@@ -180,6 +188,20 @@ func judgeOn(n *Node, ex *correlate.Explanation) (*ServiceExplanation, []Gap) {
 		pp.Problems = kept
 	}
 	return rep, unchecked
+}
+
+const (
+	truncatedReason = "the rules branch more ways than a walk follows (unknown matches that fork every branch?): only the first ways were walked"
+	truncatedRemedy = "trace the entry to see what forks it"
+)
+
+func truncatedRoute(pp *correlate.PortPath) bool {
+	for _, r := range pp.Routes {
+		if r.Truncated {
+			return true
+		}
+	}
+	return false
 }
 
 // partialTables: the family's nat or filter table is only part of the

@@ -144,12 +144,17 @@ func Triage(n *Node) *TriageReport {
 	backendFindings(rs, other)
 
 	// Services.
+	var walkGaps []Gap // walks cut short: what their absence findings would rest on
 	for _, ex := range explained {
 		if n.Select != nil && !n.Select(ex.Namespace, ex.Name) {
 			continue
 		}
 		judged, _ := judgeOn(n, ex) // the excerpt's gap is the triage's (gapPartial)
 		for _, pp := range judged.Ports {
+			if truncatedRoute(&pp.PortPath) {
+				walkGaps = append(walkGaps, Gap{Check: fmt.Sprintf("%s (%s %s): that every endpoint is reached, and with its share", pp.ServicePort, pp.Mode, pp.Family),
+					Reason: truncatedReason, Remedy: truncatedRemedy})
+			}
 			for _, p := range pp.Problems {
 				tag := tagService
 				if driftKinds[p.Kind] {
@@ -210,6 +215,7 @@ func Triage(n *Node) *TriageReport {
 	}
 	all := n.gaps()
 	rep.NotChecked = gapsOf(all, gapObjects, gapFamily, gapFilter, gapMetrics, gapConfig, gapTopology, gapLocalPolicy, gapScope, gapPartial)
+	rep.NotChecked = append(rep.NotChecked, walkGaps...)
 	rep.Status = verdict(rep.Summary[SeverityError]+rep.Summary[SeverityWarning] > 0, rep.NotChecked)
 	rep.Verdict = triageVerdict(rep)
 	return rep

@@ -64,10 +64,14 @@ type Node struct {
 	Addresses []netip.Addr
 }
 
+// DefaultMaxOutcomes is the branches a walk follows unless told: a
+// Service of 16k endpoints, or 8k with ClientIP affinity.
+const DefaultMaxOutcomes = 1 << 14
+
 // Options tune a walk.
 type Options struct {
-	// MaxOutcomes bounds the branches of one walk (0: 4096); past it the
-	// result is Truncated.
+	// MaxOutcomes bounds the branches of one walk (0:
+	// DefaultMaxOutcomes); past it the result is Truncated.
 	MaxOutcomes int
 	// MaxSteps bounds the rules one walk looks at over all its branches
 	// (0: 1<<20); past it the branch left ends as unknown.

@@ -56,7 +56,7 @@ const maxDepth = 16
 // Walk returns every outcome of the new connection p.
 func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 	if opts.MaxOutcomes <= 0 {
-		opts.MaxOutcomes = 4096
+		opts.MaxOutcomes = DefaultMaxOutcomes
 	}
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = 1 << 20
