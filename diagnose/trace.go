@@ -275,11 +275,24 @@ func tracePacket(n *Node, req TraceRequest, e correlate.TraceEntry, nodeIPs []ne
 	var src netip.Addr
 	switch from {
 	case "node":
+		// The source a process gets is the one its route picks: the
+		// destination itself for one of the node's own addresses
+		// (loopback's 127.0.0.1 for 127/8), else the node's address.
 		p.Origin = evaluate.FromNode
-		for _, a := range nodeIPs {
-			if sameFamily(a) {
-				src = a
-				break
+		switch dst := e.Dst.Addr().Unmap(); {
+		case dst.IsLoopback():
+			src = netip.MustParseAddr("127.0.0.1")
+			if fam == kubeproxy.IPv6 {
+				src = netip.IPv6Loopback()
+			}
+		case containsAddr(nodeIPs, dst):
+			src = dst
+		default:
+			for _, a := range nodeIPs {
+				if sameFamily(a) {
+					src = a
+					break
+				}
 			}
 		}
 		if !src.IsValid() {
@@ -319,7 +332,8 @@ func tracePacket(n *Node, req TraceRequest, e correlate.TraceEntry, nodeIPs []ne
 		switch {
 		case req.Origin != "":
 			p.Origin = req.Origin
-		case containsAddr(nodeIPs, src):
+		case src.IsLoopback() || containsAddr(nodeIPs, src):
+			// only the node itself sends from loopback
 			p.Origin = evaluate.FromNode
 		case inAny(src, n.Objects.PodCIDRsOf(n.Name)) || n.Objects.EndpointOnNode(src, n.Name):
 			p.Origin = evaluate.FromPod
