@@ -342,7 +342,9 @@ func kubeProxyVerdict(h evaluate.Hop, verdict evaluate.Verdict) bool {
 	case h.Table == kubeproxy.TableFilter:
 		switch h.Chain {
 		case kubeproxy.ChainServices:
-			return reject
+			// "has no endpoints" rejects; "has no local endpoints" drops
+			// (internalTrafficPolicy Local, proxier.go)
+			return reject || drop
 		case kubeproxy.ChainExternalServices:
 			return reject || drop
 		case kubeproxy.ChainProxyFirewall, kubeproxy.ChainForward, kubeproxy.ChainFirewall:

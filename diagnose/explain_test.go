@@ -174,12 +174,22 @@ func TestExplainInternalLocalNoLocalEndpoints(t *testing.T) {
 {"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"itp-local-remote-1","namespace":"e2e-svc","labels":{"kubernetes.io/service-name":"itp-local-remote"}},
  "addressType":"IPv4","endpoints":[{"addresses":["10.244.2.21"],"conditions":{"ready":true,"serving":true,"terminating":false},"nodeName":"node-b"}],
  "ports":[{"name":"http","port":8080,"protocol":"TCP"}]}]}`
+	// With the built-in chains' jumps kube-proxy writes, so that the walk
+	// meets the DROP as a pod's connection does.
 	rules := `*filter
+:FORWARD ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
 :KUBE-SERVICES - [0:0]
+-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
 -A KUBE-SERVICES -d 10.96.95.86/32 -p tcp -m comment --comment "e2e-svc/itp-local-remote:http has no local endpoints" -m tcp --dport 80 -j DROP
 COMMIT
 *nat
+:PREROUTING ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
 :KUBE-SERVICES - [0:0]
+-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
 COMMIT
 `
 	objs, err := correlate.ReadObjects(strings.NewReader(objects), "objects.json")
@@ -209,6 +219,10 @@ COMMIT
 		if p.Severity != diagnose.SeverityInfo {
 			t.Errorf("%s: %s", p.Severity, p.Message)
 		}
+	}
+	// The walk reaches kube-proxy's DROP, and knows it for kube-proxy's.
+	if len(pp.Routes) == 0 || len(pp.Routes[0].Other) != 1 || pp.Routes[0].Other[0].Verdict != "drop" || !pp.Routes[0].Other[0].KubeProxys {
+		t.Errorf("routes %+v, want the cluster IP dropped by kube-proxy's rule", pp.Routes)
 	}
 	// Without the DROP, kube-proxy did not program the Service: an error.
 	rs, _ = iptables.Parse(strings.NewReader("*filter\n:KUBE-SERVICES - [0:0]\nCOMMIT\n*nat\n:KUBE-SERVICES - [0:0]\nCOMMIT\n"), "node-a")
