@@ -166,6 +166,12 @@ func (e *Evaluator) plan(fam kubeproxy.Family) *familyPlan {
 		for _, h := range spec.hooks {
 			c := t.Chain(strings.ToUpper(h))
 			if c == nil {
+				if t.Partial {
+					// Not shown is not empty: what enters there is unknown.
+					p.missing = append(p.missing, NotModelled{Table: t.Name, Family: string(fam), Chain: strings.ToUpper(h), Rule: -1,
+						What: "built-in chain " + strings.ToUpper(h) + " of the " + t.Name + " table not in the input",
+						Why:  "taken as empty (policy ACCEPT): a rule there is not seen"})
+				}
 				continue
 			}
 			order++

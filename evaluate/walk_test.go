@@ -342,3 +342,29 @@ table ip kube-proxy {
 		})
 	}
 }
+
+// A built-in chain that a partial input (a paste, a service-scoped read)
+// did not show is not an empty one: the walk says it could not see it,
+// and a whole table's absent chain says nothing.
+func TestWalkPartialBuiltinChain(t *testing.T) {
+	p := pkt(FromPod, "tcp", "10.244.0.2:1000", "10.96.0.1:80")
+	missing := func(r *Result, chain string) bool {
+		for _, nm := range r.NotModelled {
+			if nm.Table == "nat" && nm.Chain == chain && strings.Contains(nm.What, "built-in chain "+chain) {
+				return true
+			}
+		}
+		return false
+	}
+	paste := ipt(t, "-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-X\n-A KUBE-SVC-X -j DNAT --to-destination 10.244.1.2:8080\n")
+	if tb := paste.IPTables[0]; !tb.Partial {
+		t.Fatalf("a headerless paste read as a whole table")
+	}
+	if r := New(paste, testNode).Walk(p, Options{}); !missing(r, "PREROUTING") {
+		t.Errorf("paste without PREROUTING: not modelled %+v, want its PREROUTING named", r.NotModelled)
+	}
+	whole := ipt(t, "*nat\n:KUBE-SERVICES - [0:0]\nCOMMIT\n")
+	if r := New(whole, testNode).Walk(p, Options{}); missing(r, "PREROUTING") {
+		t.Errorf("a whole table without PREROUTING: not modelled %+v, want nothing said of it", r.NotModelled)
+	}
+}
