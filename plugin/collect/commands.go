@@ -73,7 +73,7 @@ var listPrograms = map[string]bool{
 }
 
 var (
-	chainName   = regexp.MustCompile(`^KUBE-[A-Z0-9-]{1,24}$`)
+	chainName   = regexp.MustCompile(`^(KUBE-[A-Z0-9-]{1,24}|PREROUTING|INPUT|FORWARD|OUTPUT|POSTROUTING)$`)
 	nftObject   = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,255}$`)
 	nftFamilies = map[string]bool{"ip": true, "ip6": true, "inet": true}
 	iptTables   = map[string]bool{kubeproxy.TableNAT: true, kubeproxy.TableFilter: true, kubeproxy.TableMangle: true}

@@ -21,6 +21,7 @@ func TestAllowed(t *testing.T) {
 		{"iptables", "-V"}, {"ip6tables-nft", "-V"},
 		{"iptables-nft", "-t", "nat", "-S", "KUBE-SERVICES"},
 		{"iptables-legacy", "-t", "filter", "-S", "KUBE-SVC-ABCDEFGHIJKLMNOP"},
+		{"iptables-nft", "-t", "nat", "-S", "PREROUTING"}, {"ip6tables-nft", "-t", "filter", "-S", "FORWARD"},
 		{"nft", "--version"}, {"nft", "list", "tables"}, {"nft", "-j", "list", "ruleset"},
 		{"nft", "list", "table", "ip6", "kube-proxy"}, {"nft", "-j", "list", "table", "ip", "nat"},
 		{"nft", "list", "chain", "ip", "kube-proxy", "service-ULMVA6XW-ns/web/tcp/http"},
@@ -36,7 +37,8 @@ func TestAllowed(t *testing.T) {
 		{"iptables", "-F"}, {"iptables", "-t", "nat", "-F", "KUBE-SERVICES"},
 		{"iptables", "-t", "nat", "-X", "KUBE-SEP-X"}, {"iptables", "-t", "nat", "-A", "KUBE-SERVICES", "-j", "DROP"},
 		{"iptables", "-t", "nat", "-D", "KUBE-SERVICES", "1"}, {"iptables", "-t", "nat", "-P", "FORWARD", "DROP"},
-		{"iptables", "-t", "nat", "-S", "FORWARD"}, // only KUBE- chains
+		{"iptables", "-t", "nat", "-S", "CNI-FORWARD"}, // only KUBE- and built-in chains
+		{"iptables", "-t", "nat", "-S", "PREROUTINGX"}, {"iptables", "-t", "nat", "-S", "forward"},
 		{"iptables", "-t", "nat", "-S", "KUBE-X;reboot"}, {"iptables", "-t", "nat", "-S", "KUBE-X Y"},
 		{"iptables", "-t", "raw", "-S", "KUBE-X"}, {"iptables", "-S"}, {"iptables", "-V", "-F"},
 		{"iptables-save", "-t", "nat", "-c", "x"}, {"iptables-save", "--modprobe=/bin/evil"}, {"iptables-save", "-M", "/x"},

@@ -149,13 +149,20 @@ func FullPlan(p Probe, reader string) []NodeCommand {
 // chains: kube-proxy's entry chains and the masquerade chains in nat, its
 // filter chains (each is one kube-proxy counts in that table).
 var (
+	// The built-in chains are where a connection enters the tables:
+	// without them a walk of the Service's rules would start nowhere.
 	fixedNATChains = []string{
+		"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING",
 		kubeproxy.ChainServices, kubeproxy.ChainNodePorts, kubeproxy.ChainMarkMasq, kubeproxy.ChainPostrouting,
 	}
 	fixedFilterChains = []string{
+		"INPUT", "FORWARD", "OUTPUT",
 		kubeproxy.ChainServices, kubeproxy.ChainExternalServices, kubeproxy.ChainNodePorts,
-		kubeproxy.ChainProxyFirewall, kubeproxy.ChainForward,
+		kubeproxy.ChainProxyFirewall, kubeproxy.ChainForward, kubeproxy.ChainFirewall,
 	}
+	// mangle has no kube-proxy rules a packet meets, but other programs'
+	// marks there decide kube-proxy's: its built-in chains are read too.
+	fixedMangleChains = []string{"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"}
 )
 
 // ChainPlan says whether reading only some chains is faster than the whole
@@ -185,6 +192,9 @@ func FirstChains(f kubeproxy.Family, serviceChains []string) []NodeCommand {
 	}
 	for _, c := range fixedFilterChains {
 		cmds = append(cmds, ListChain(f, kubeproxy.BackendNFT, kubeproxy.TableFilter, c))
+	}
+	for _, c := range fixedMangleChains {
+		cmds = append(cmds, ListChain(f, kubeproxy.BackendNFT, kubeproxy.TableMangle, c))
 	}
 	return cmds
 }

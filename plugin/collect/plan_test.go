@@ -8,24 +8,25 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
-// The fixed chains a service-scoped read lists are exactly the ones
-// kube-proxy counts in each table, in the order they have always been read.
+// The fixed chains a service-scoped read lists: the built-in chains a
+// connection enters by (a walk of the Service's rules starts there), every
+// chain kube-proxy counts in each table, and KUBE-FIREWALL (filter INPUT
+// and OUTPUT jump to it), in the order they are read.
 func TestFixedChains(t *testing.T) {
 	for _, tt := range []struct {
 		table  string
 		chains []string
 		want   string
 	}{
-		{kubeproxy.TableNAT, fixedNATChains, "KUBE-SERVICES KUBE-NODEPORTS KUBE-MARK-MASQ KUBE-POSTROUTING"},
-		{kubeproxy.TableFilter, fixedFilterChains, "KUBE-SERVICES KUBE-EXTERNAL-SERVICES KUBE-NODEPORTS KUBE-PROXY-FIREWALL KUBE-FORWARD"},
+		{kubeproxy.TableNAT, fixedNATChains, "PREROUTING INPUT OUTPUT POSTROUTING KUBE-SERVICES KUBE-NODEPORTS KUBE-MARK-MASQ KUBE-POSTROUTING"},
+		{kubeproxy.TableFilter, fixedFilterChains, "INPUT FORWARD OUTPUT KUBE-SERVICES KUBE-EXTERNAL-SERVICES KUBE-NODEPORTS KUBE-PROXY-FIREWALL KUBE-FORWARD KUBE-FIREWALL"},
 	} {
 		if got := strings.Join(tt.chains, " "); got != tt.want {
 			t.Errorf("%s: fixed chains %q, want %q", tt.table, got, tt.want)
 		}
 		for _, fc := range kubeproxy.FixedChains {
-			if kubeproxy.CountedChain(tt.table, fc.Name) != slices.Contains(tt.chains, fc.Name) {
-				t.Errorf("%s: %s is counted by kube-proxy: %v, read with a Service: %v", tt.table, fc.Name,
-					kubeproxy.CountedChain(tt.table, fc.Name), slices.Contains(tt.chains, fc.Name))
+			if kubeproxy.CountedChain(tt.table, fc.Name) && !slices.Contains(tt.chains, fc.Name) {
+				t.Errorf("%s: %s is counted by kube-proxy but not read with a Service", tt.table, fc.Name)
 			}
 		}
 	}

@@ -206,7 +206,7 @@ func (c *Collector) readChains(ctx context.Context, w *bundleWriter, t Target, f
 			w.warn("%s: the service's chains jump to %.60q, which is not a chain name the plugin may list (KUBE- and at most 24 more letters, digits or dashes): not read", fam, chain)
 		}
 	}
-	for _, table := range []string{kubeproxy.TableNAT, kubeproxy.TableFilter} {
+	for _, table := range []string{kubeproxy.TableNAT, kubeproxy.TableFilter, kubeproxy.TableMangle} {
 		f := files[table]
 		if f == nil {
 			continue
