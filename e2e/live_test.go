@@ -233,7 +233,7 @@ func TestLiveExplainReadsOnlyItsChains(t *testing.T) {
 	explain := func(args ...string) explanation {
 		out, errOut, code := plugin(t, append([]string{"explain", "svc/" + name, "-n", ns, "-o", "json"}, args...)...)
 		if code != 0 {
-			t.Fatalf("explain %v: exit %d\n%s", args, code, errOut)
+			t.Fatalf("explain %v: exit %d\n%s\n%.4000s", args, code, errOut, out)
 		}
 		var e explanation
 		if err := json.Unmarshal([]byte(out), &e); err != nil {

@@ -364,7 +364,7 @@ func leftovers(pids map[string]int) []string {
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && (f[0] == "node-a" || f[0] == "node-b" || f[0] == "pr-scale") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "node-a" || f[0] == "node-b" || f[0] == "pr-scale" || kernelLabNamespace(f[0])) {
 			left = append(left, "network namespace "+f[0])
 		}
 	}

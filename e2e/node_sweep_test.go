@@ -492,7 +492,7 @@ func TestSweepNodeFailures(t *testing.T) {
 	r := sweep(t, "triage", "--node-selector", s.selector, "--parallel", fmt.Sprint(sweepParallel), "-o", "json")
 	t.Logf("%v", r)
 	if r.code != 3 {
-		t.Errorf("exit %d, want 3 (incomplete: two nodes could not be read)\nstderr: %s", r.code, tail(r.stderr, 3000))
+		t.Errorf("exit %d, want 3 (incomplete: two nodes could not be read)\nstderr: %s\nstdout: %.4000s", r.code, tail(r.stderr, 3000), r.stdout)
 	}
 	l := r.list(t)
 	kinds := map[string]string{notReady: "NodeError", noProxy: "NodeError"}
@@ -617,7 +617,7 @@ func TestSweepExplain(t *testing.T) {
 	r := sweep(t, "explain", "svc/"+svc, "-n", nsScenario, "--all-nodes", "-o", "json")
 	t.Logf("%v: %d debug pods at most at once", r, r.pods.maxLive)
 	if r.code != 0 {
-		t.Errorf("%v, want 0 (the Service is programmed as its slices say everywhere)\nstderr: %s", r, tail(r.stderr, 3000))
+		t.Errorf("%v, want 0 (the Service is programmed as its slices say everywhere)\nstderr: %s\nstdout: %.4000s", r, tail(r.stderr, 3000), r.stdout)
 	}
 	if r.pods.maxLive > 5 {
 		t.Errorf("%d debug pods at once, want at most the default --parallel 5", r.pods.maxLive)
