@@ -84,13 +84,17 @@ type PortPath struct {
 	// chain: kube-proxy wrote them as this node's own.
 	LocalHops []string `json:"-"`
 	// OrphanChains maps expected endpoints no rule reaches to their
-	// endpoint chain, where that chain is still in the dump (iptables): the
-	// jump to it was removed.
+	// endpoint chain, where that chain is still in the dump with its
+	// rules: the jump (nftables: the numgen map entry) to it was removed.
 	OrphanChains map[string]string `json:"-"`
 	// EmptyEndpointChains maps expected endpoints no rule reaches to
 	// their endpoint chain, where the chain is jumped to but empty
 	// (flushed): the kernel goes on to the next endpoint.
 	EmptyEndpointChains map[string]string `json:"-"`
+	// AffinityUnkept maps endpoints whose chain records ClientIP affinity
+	// to the service chain that has no rule sending a client with that
+	// record back to it (deleted): returning clients are spread again.
+	AffinityUnkept map[string]string `json:"-"`
 	// StandIns are what the walks had to make up, as the node's address
 	// for its node port, when the input does not say it.
 	StandIns []string `json:"-"`
@@ -166,6 +170,9 @@ type Route struct {
 	// Note says in words what the route means for its clients, where
 	// that takes more than its endpoints (a Local traffic policy).
 	Note string `json:"note,omitempty"`
+
+	// passed are the endpoint chains the Other outcomes went through.
+	passed []string
 }
 
 // RouteHop is one endpoint reached by a route.

@@ -29,6 +29,10 @@ type RouteOutcome struct {
 	// KubeProxys: kube-proxy writes such a rule there (a "no endpoints"
 	// reject, a Local-policy drop, a source-range drop).
 	KubeProxys bool `json:"kubeProxys"`
+	// Via is the endpoint chain the connections went into and came out
+	// of again without a DNAT (one emptied by hand): where they were
+	// meant to go, so the cause of this outcome.
+	Via string `json:"via,omitempty"`
 }
 
 // standInNodeIPs stand for the node's addresses when nothing says them:
@@ -228,7 +232,20 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 			hop, ok = namedHop(o, sp)
 		}
 		if !ok {
-			rt.Other = append(rt.Other, outcomeOf(o))
+			// Alike outcomes are one (a DROP after DNAT ends every
+			// endpoint's branch the same way); the endpoint chains they
+			// went through were reached all the same.
+			ro := outcomeOf(o)
+			if c := endpointChainOf(o); c != "" && !slices.Contains(rt.passed, c) {
+				rt.passed = append(rt.passed, c)
+			}
+			if i := slices.IndexFunc(rt.Other, func(x RouteOutcome) bool {
+				return x.Verdict == ro.Verdict && x.Chain == ro.Chain && x.Rule == ro.Rule && x.Via == ro.Via
+			}); i >= 0 {
+				rt.Other[i].Share += ro.Share
+			} else {
+				rt.Other = append(rt.Other, ro)
+			}
 			continue
 		}
 		sum += o.Probability.Float64()
@@ -328,7 +345,35 @@ func outcomeOf(o evaluate.Outcome) RouteOutcome {
 		ro.Chain, ro.Rule = last.Chain, last.Text
 		ro.KubeProxys = kubeProxyVerdict(last, o.Verdict)
 	}
+	if !o.DNAT {
+		ro.Via = endpointChainOf(o)
+	}
 	return ro
+}
+
+// passedBy: some route's connections went through chain without being
+// DNATed to an endpoint in the end.
+func passedBy(routes []Route, chain string) bool {
+	for _, r := range routes {
+		if slices.Contains(r.passed, chain) {
+			return true
+		}
+	}
+	return false
+}
+
+// endpointChainOf is the last endpoint chain o's path jumped to, "" for
+// none.
+func endpointChainOf(o evaluate.Outcome) string {
+	via := ""
+	o.Backward(func(h evaluate.Hop) bool {
+		if (h.Verb == "jump" || h.Verb == "goto") && kubeproxy.HasAnyPrefix(h.Target, kubeproxy.PrefixEndpoint, kubeproxy.NFTPrefixEndpoint) {
+			via = h.Target
+			return false
+		}
+		return true
+	})
+	return via
 }
 
 // kubeProxyVerdict: kube-proxy writes such a verdict in that chain: the
@@ -341,12 +386,17 @@ func kubeProxyVerdict(h evaluate.Hop, verdict evaluate.Verdict) bool {
 	switch {
 	case h.Table == kubeproxy.TableFilter:
 		switch h.Chain {
-		case kubeproxy.ChainServices:
+		case kubeproxy.ChainServices, kubeproxy.ChainExternalServices:
 			// "has no endpoints" rejects; "has no local endpoints" drops
-			// (internalTrafficPolicy Local, proxier.go)
-			return reject || drop
-		case kubeproxy.ChainExternalServices:
-			return reject || drop
+			// (a Local traffic policy). proxier.go writes these comments
+			// in large-cluster mode too: a DROP or REJECT with another
+			// comment is somebody else's. Read through nft, iptables-nft
+			// may show no comment at all: then kube-proxy's rule is
+			// known by its shape, one Service port (a dport).
+			if !strings.Contains(h.Text, "comment") {
+				return (reject || drop) && strings.Contains(h.Text, "dport")
+			}
+			return reject && strings.Contains(h.Text, "has no endpoints") || drop && strings.Contains(h.Text, "has no local endpoints")
 		case kubeproxy.ChainProxyFirewall, kubeproxy.ChainForward, kubeproxy.ChainFirewall:
 			return drop
 		}
@@ -500,6 +550,9 @@ func (x *explainer) walkRoutes(pp *PortPath, sp *ServicePort, fam kubeproxy.Fami
 					pp.EmptyEndpointChains = map[string]string{}
 				}
 				pp.EmptyEndpointChains[ep.Endpoint] = c
+			case passedBy(pp.Routes, c):
+				// Reached, DNATed, and then dropped or rejected: the
+				// rule that did it is the cause, judged on its own.
 			default:
 				if pp.OrphanChains == nil {
 					pp.OrphanChains = map[string]string{}
@@ -534,12 +587,91 @@ func (x *explainer) walkRoutes(pp *PortPath, sp *ServicePort, fam kubeproxy.Fami
 					continue
 				}
 				c := kubeproxy.NFTPrefixEndpoint + NFTEndpointBase(sp.Namespace, sp.Name, proto, sp.PortName, ep.Endpoint)
-				if ch := t.Chain(c); ch != nil && len(ch.Rules) == 0 {
+				switch ch := t.Chain(c); {
+				case ch == nil:
+				case len(ch.Rules) == 0:
 					if pp.EmptyEndpointChains == nil {
 						pp.EmptyEndpointChains = map[string]string{}
 					}
 					pp.EmptyEndpointChains[ep.Endpoint] = c
+				case passedBy(pp.Routes, c):
+				default:
+					// Its rules are there, but new connections do not
+					// get there: the numgen map lost it (or all).
+					if pp.OrphanChains == nil {
+						pp.OrphanChains = map[string]string{}
+					}
+					pp.OrphanChains[ep.Endpoint] = c
 				}
+			}
+		}
+	}
+	x.unkeptAffinity(pp, sp, fam)
+}
+
+// unkeptAffinity finds, for a Service port with ClientIP affinity, the
+// endpoints whose chain records its clients (iptables `-m recent --set
+// --name CHAIN`, nftables `update @affinity-…`) while the service chain has
+// no rule that sends a client with that record back to it (`--rcheck
+// --name CHAIN -j CHAIN`, `ip saddr @affinity-… goto endpoint-…`): a
+// returning client is spread over all endpoints again. Where the rules'
+// text does not show the record (iptables-nft read through nft: `xt match
+// recent`), nothing is said.
+func (x *explainer) unkeptAffinity(pp *PortPath, sp *ServicePort, fam kubeproxy.Family) {
+	if sp.AffinitySeconds <= 0 {
+		return
+	}
+	spn, proto := sp.String(), sp.Proto()
+	unkept := func(ep, svc string) {
+		if pp.AffinityUnkept == nil {
+			pp.AffinityUnkept = map[string]string{}
+		}
+		pp.AffinityUnkept[ep] = svc
+	}
+	if pp.Mode == string(kubeproxy.ModeIPTables) {
+		nat := findIPTable(x.rs, fam, kubeproxy.TableNAT, "")
+		if nat == nil {
+			return
+		}
+		svc := nat.Chain(ServiceChain(spn, proto))
+		if svc == nil {
+			return
+		}
+		for _, ep := range pp.Endpoints {
+			sep := EndpointChain(spn, proto, ep.Endpoint)
+			c := nat.Chain(sep)
+			if !ep.InRules || c == nil || !slices.ContainsFunc(c.Rules, func(r *inspect.IPRule) bool {
+				return strings.Contains(r.Text, "--set") && strings.Contains(r.Text+" ", "--name "+sep+" ")
+			}) {
+				continue
+			}
+			if !slices.ContainsFunc(svc.Rules, func(r *inspect.IPRule) bool {
+				return r.Target == sep && strings.Contains(r.Text, "--rcheck") && strings.Contains(r.Text+" ", "--name "+sep+" ")
+			}) {
+				unkept(ep.Endpoint, svc.Name)
+			}
+		}
+		return
+	}
+	for _, t := range x.rs.NFTables {
+		if !t.IsKubeProxy() || t.IPFamily() != fam {
+			continue
+		}
+		svc := t.Chain(kubeproxy.NFTPrefixService + NFTServiceBase(sp.Namespace, sp.Name, proto, sp.PortName))
+		if svc == nil {
+			continue
+		}
+		for _, ep := range pp.Endpoints {
+			base := NFTEndpointBase(sp.Namespace, sp.Name, proto, sp.PortName, ep.Endpoint)
+			epc, set := kubeproxy.NFTPrefixEndpoint+base, "affinity-"+base
+			c := t.Chain(epc)
+			if !ep.InRules || c == nil || !slices.ContainsFunc(c.Rules, func(r *inspect.NFTRule) bool { return slices.Contains(r.Info.Sets, set) }) {
+				continue
+			}
+			if !slices.ContainsFunc(svc.Rules, func(r *inspect.NFTRule) bool {
+				return slices.Contains(r.Info.Sets, set) && (slices.Contains(r.Info.Gotos, epc) || slices.Contains(r.Info.Jumps, epc))
+			}) {
+				unkept(ep.Endpoint, svc.Name)
 			}
 		}
 	}

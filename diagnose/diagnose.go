@@ -98,6 +98,7 @@ const (
 	ProblemMisnamed          = "misnamedChain"     // a chain's name belongs to another endpoint
 	ProblemSourceRanges      = "sourceRanges"      // loadBalancerSourceRanges not as programmed
 	ProblemRemovedJump       = "removedJump"       // an endpoint chain is there, the jump to it is gone
+	ProblemAffinityUnkept    = "affinityUnkept"    // ClientIP affinity recorded, but no rule reads the record
 	ProblemDropped           = "dropped"           // the walk's connections are dropped or rejected where they should not be
 	ProblemNoMasquerade      = "noMasquerade"      // external traffic of a Cluster policy is not masqueraded
 )

@@ -2,7 +2,9 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -306,10 +308,14 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 		}
 	}
 	for _, ep := range emptied {
-		problem(SeverityError, ProblemEmptyChain, []string{ep}, "endpoint chain %s of %s is empty (flushed by hand or by another program?): the kernel skips it, so %s gets no new connections and its share goes to the next endpoint; kube-proxy rewrites it only when this Service's endpoints change or on its next full sync", pp.EmptyEndpointChains[ep], ep, ep)
+		c := pp.EmptyEndpointChains[ep]
+		problem(SeverityError, ProblemEmptyChain, []string{ep}, "endpoint chain %s of %s is empty (flushed by hand or by another program?): the kernel skips it, so %s gets no new connections and %s; kube-proxy rewrites it only when this Service's endpoints change or on its next full sync", c, ep, ep, emptiedShare(pp, c))
 	}
 	for _, ep := range orphaned {
-		problem(SeverityError, ProblemRemovedJump, []string{ep}, "endpoint chain %s of %s is there, but no rule jumps to it any more (deleted by hand or by another program?): %s gets no new connections; kube-proxy restores the jump only when this Service's endpoints change or on its next full sync", pp.OrphanChains[ep], ep, ep)
+		problem(SeverityError, ProblemRemovedJump, []string{ep}, "endpoint chain %s of %s is there, but no rule sends new connections to it any more (deleted by hand or by another program?): %s gets no new connections%s; kube-proxy restores the jump only when this Service's endpoints change or on its next full sync", pp.OrphanChains[ep], ep, ep, orphanedShare(pp, len(orphaned)))
+	}
+	for _, ep := range slices.Sorted(maps.Keys(pp.AffinityUnkept)) {
+		problem(SeverityError, ProblemAffinityUnkept, []string{ep}, "ClientIP affinity is not kept for %s: its endpoint chain records its clients, but no rule of %s sends a client with that record back to it (deleted by hand or by another program?): a returning client is spread over the endpoints as a new one is; kube-proxy restores the rule only when this Service's endpoints change or on its next full sync", ep, pp.AffinityUnkept[ep])
 	}
 	// A rule that drops the traffic before it reaches kube-proxy's chains
 	// is the cause; the endpoints it keeps from their connections are its
@@ -375,6 +381,11 @@ func judgeRouteOutcomes(pp *correlate.PortPath, kept []string, problem func(Seve
 					msg += fmt.Sprintf("; so %s no new connections from there", nameEndpoints(kept)+" "+gets(kept))
 				}
 				problem(SeverityError, ProblemDropped, kept, "%s", msg)
+			case judgedChain(pp, o.Via):
+				// Its cause, the emptied endpoint chain, is judged on its own.
+			case len(pp.OrphanChains) > 0 && len(r.Hops) == 0 && o.Via == "":
+				// No endpoint left to go to, each of them judged on its
+				// own (orphanedShare says where its connections go).
 			case routeExpectsEndpoints(pp, r):
 				problem(SeverityError, ProblemDropped, nil, "%.1f%% of new connections to %s are %s by kube-proxy's %s although endpoints are there for them: kube-proxy has not caught up (%s)", o.Share*100, who, verb, o.Chain, o.Rule)
 			}
@@ -383,6 +394,70 @@ func judgeRouteOutcomes(pp *correlate.PortPath, kept []string, problem func(Seve
 			problem(SeverityWarning, ProblemNoMasquerade, nil, "external connections to %s are not masqueraded although the external policy is Cluster: the endpoint answers the client from its own address, which the client does not expect (the masquerade mark set and the one POSTROUTING tests differ? see masq)", r.Address)
 		}
 	}
+}
+
+// orphanedShare says, when no route reaches any endpoint any more, where
+// the new connections go instead.
+func orphanedShare(pp *correlate.PortPath, orphaned int) string {
+	var lost []string
+	for _, r := range pp.Routes {
+		if len(r.Hops) > 0 {
+			return ""
+		}
+		for _, o := range r.Other {
+			if o.Share < 1e-9 || o.Via != "" {
+				continue
+			}
+			verb := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "accepted un-DNATed"}[o.Verdict]
+			if verb == "" {
+				verb = o.Verdict
+			}
+			lost = append(lost, fmt.Sprintf("%.1f%% of new connections to %s are %s by %s", o.Share*100, routeName(r), verb, o.Chain))
+		}
+	}
+	if len(lost) == 0 {
+		return ""
+	}
+	return " (with no endpoint reached, " + strings.Join(lost, "; ") + ")"
+}
+
+// judgedChain: chain is an endpoint chain found emptied, whose problem
+// names what becomes of its share.
+func judgedChain(pp *correlate.PortPath, chain string) bool {
+	for _, c := range pp.EmptyEndpointChains {
+		if chain != "" && c == chain {
+			return true
+		}
+	}
+	return false
+}
+
+// emptiedShare says where the share of an emptied endpoint chain goes, as
+// the walks found it: down the rest of iptables' cascade to the next
+// endpoint, or (nftables' vmap goto, the last of a cascade) out of the
+// service's chains to a verdict of its own.
+func emptiedShare(pp *correlate.PortPath, chain string) string {
+	var lost []string
+	for _, r := range pp.Routes {
+		for _, o := range r.Other {
+			if o.Via != chain || o.Share < 1e-9 {
+				continue
+			}
+			verb := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "accepted un-DNATed"}[o.Verdict]
+			if verb == "" {
+				verb = o.Verdict
+			}
+			where := " by " + o.Chain
+			if o.Verdict == "accept" && o.Rule == "" {
+				where = ""
+			}
+			lost = append(lost, fmt.Sprintf("%.1f%% of new connections to %s are %s%s", o.Share*100, routeName(r), verb, where))
+		}
+	}
+	if len(lost) == 0 {
+		return "its share goes to the next endpoint"
+	}
+	return "its share is lost: " + strings.Join(lost, "; ")
 }
 
 // walkedDNAT: some of the route's endpoints were reached by a DNAT the

@@ -228,7 +228,7 @@ func TestSweepText(t *testing.T) {
 		}
 	}
 	out, _, _ := runCmd(t, nil, "triage", "--from-bundle", dir)
-	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "ERROR node-a: service shop/web:http (iptables IPv4): endpoint chain KUBE-SEP-GXKVICYM64SODBWJ of 10.244.0.11:8080 is there, but no rule jumps to it any more") {
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "ERROR node-a: service shop/web:http (iptables IPv4): endpoint chain KUBE-SEP-GXKVICYM64SODBWJ of 10.244.0.11:8080 is there, but no rule sends new connections to it any more") {
 		t.Errorf("triage causes:\n%s", out)
 	}
 }
@@ -268,7 +268,7 @@ func TestSweepExplain(t *testing.T) {
 	for _, want := range []string{
 		"svc shop/web on 4 nodes: PROBLEMS FOUND",
 		"HEALTHY 2 nodes (node-b, node-c): programmed as its EndpointSlices say",
-		"PROBLEMS FOUND node-a: programmed differently: - shop/web:http (IPv4): endpoint chain KUBE-SEP-GXKVICYM64SODBWJ of 10.244.0.11:8080 is there, but no rule jumps to it any more",
+		"PROBLEMS FOUND node-a: programmed differently: - shop/web:http (IPv4): endpoint chain KUBE-SEP-GXKVICYM64SODBWJ of 10.244.0.11:8080 is there, but no rule sends new connections to it any more",
 		"node-d (NotReady)",
 	} {
 		if !strings.Contains(flat, want) {
