@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"net/netip"
 	"os/exec"
@@ -572,150 +571,9 @@ func randomFully(o tOutcome) bool {
 	return false
 }
 
-func (ex kExpect) String() string {
-	var parts []string
-	for _, k := range sortedKeys(ex.probs) {
-		parts = append(parts, fmt.Sprintf("%s: %s", k, ex.probs[k].RatString()))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
+func (ex kExpect) String() string { return ex.probe().String() }
 
 // --- the kernel against trace ----------------------------------------------------------
-
-func kernelKey(o kernelprobe.Observation, withMasq bool) string {
-	k := kernelprobe.Outcome{Verdict: o.Verdict, Endpoint: o.Endpoint}
-	k.Masqueraded = withMasq && o.Masqueraded
-	return k.String()
-}
-
-// flowsFor is how many flows hold a share check of ex: a few hundred for
-// a split (300 over three ways or more), fewer for one outcome, a handful
-// for a drop (each waits its full time).
-func flowsFor(ex kExpect) int {
-	switch n := len(ex.shares); {
-	case n >= 3:
-		return 300
-	case n == 2:
-		return 200
-	}
-	if _, ok := ex.shares[kernelprobe.Drop]; ok {
-		return 8
-	}
-	return 20
-}
-
-// minSeen: an outcome trace expects this many times or more over the
-// flows must be seen (a Poisson count of 10 is 0 one time in 22000).
-const minSeen = 10
-
-// fit says whether the kernel's observations fit trace's shares: every
-// kernel outcome among trace's, none expected minSeen times or more
-// unseen, chi-square p ≥ 0.001. fatal: an outcome trace gives no share
-// (a retry cannot mend that).
-func fit(obs []kernelprobe.Observation, ex kExpect, withMasq bool) (ok, fatal bool, msg string) {
-	counts := map[string]int{}
-	for _, o := range obs {
-		counts[kernelKey(o, withMasq)]++
-	}
-	stat, p := kernelprobe.ChiSquare(counts, ex.shares)
-	var parts []string
-	for _, k := range sortedKeys(counts) {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, counts[k]))
-	}
-	msg = fmt.Sprintf("trace %s, kernel over %d flows {%s}, chi-square %.2f p=%.4f", ex, len(obs), strings.Join(parts, ", "), stat, p)
-	var problems []string
-	for _, k := range sortedKeys(counts) {
-		if ex.shares[k] <= 0 {
-			problems = append(problems, fmt.Sprintf("the kernel did %q (%d flows), which trace gives no share", k, counts[k]))
-			fatal = true
-		}
-	}
-	for _, k := range sortedKeys(ex.shares) {
-		if e := ex.shares[k] * float64(len(obs)); e >= minSeen && counts[k] == 0 {
-			problems = append(problems, fmt.Sprintf("trace expects %q %.0f times, the kernel never did it", k, e))
-		}
-	}
-	if p < 0.001 && !math.IsInf(stat, 1) {
-		problems = append(problems, fmt.Sprintf("the split does not fit trace's shares (p=%.5f < 0.001)", p))
-	}
-	if len(problems) > 0 {
-		msg += "; " + strings.Join(problems, "; ")
-	}
-	return len(problems) == 0, fatal, msg
-}
-
-// compare sends flows (send(n)) and holds them against ex: verdicts,
-// endpoints, shares (chi-square, retried once on fresh flows when a right
-// answer was merely unlucky) and masquerade. It returns the last
-// observations.
-func compare(t *testing.T, what string, ex kExpect, nodeFlow bool, n int, send func(n int) []kernelprobe.Observation) []kernelprobe.Observation {
-	t.Helper()
-	if n == 0 {
-		n = flowsFor(ex)
-	}
-	var obs []kernelprobe.Observation
-	for try := 1; ; try++ {
-		obs = send(n)
-		ok, fatal, msg := fit(obs, ex, !nodeFlow)
-		t.Logf("%s: try %d: %s", what, try, msg)
-		if ok {
-			break
-		}
-		if fatal || try == 2 {
-			t.Errorf("%s: the kernel disagrees with trace: %s\ntrace (this client):\n  %s", what, msg, ex.summary)
-			for _, o := range obs[:min(3, len(obs))] {
-				t.Logf("  flow %d %v: %s %v errno=%v %s", o.Flow, o.Src, o.Verdict, o.Endpoint, o.Errno, o.Raw)
-			}
-			break
-		}
-	}
-	if nodeFlow {
-		checkNodeMasq(t, what, ex, obs)
-	}
-	return obs
-}
-
-// checkNodeMasq: the node's own flows leave from the egress address
-// already, so a masquerade shows only as random-fully's new source port
-// (the old one once in 64512): where trace masquerades random-fully, all
-// flows but one or two show it; where it does not masquerade, none does.
-func checkNodeMasq(t *testing.T, what string, ex kExpect, obs []kernelprobe.Observation) {
-	t.Helper()
-	total, masq := map[string]int{}, map[string]int{}
-	for _, o := range obs {
-		if o.Verdict != kernelprobe.DNAT && o.Verdict != kernelprobe.Accept {
-			continue
-		}
-		k := kernelKey(o, false)
-		total[k]++
-		if o.Masqueraded {
-			masq[k]++
-		}
-	}
-	for _, k := range sortedKeys(total) {
-		n := total[k]
-		m, ok := ex.masq[k]
-		switch {
-		case !ok:
-			// an outcome trace gives no share: reported by fit
-		case m == 0 && masq[k] != 0:
-			t.Errorf("%s: %s: %d of %d node flows masqueraded (a new source port), trace masquerades none", what, k, masq[k], n)
-		case m == 1 && ex.showable[k] && masq[k] < n-missable(n):
-			t.Errorf("%s: %s: trace masquerades random-fully, the kernel shows it on only %d of %d node flows", what, k, masq[k], n)
-		case m == 1 && !ex.showable[k]:
-			t.Logf("%s: %s: masqueraded without random-fully: the node's own flows cannot show it", what, k)
-		case m > 0 && m < 1:
-			t.Errorf("%s: %s: trace masquerades %.3f of these flows; a flow's masquerade should not be random", what, k, m)
-		}
-	}
-}
-
-func missable(n int) int {
-	if n >= 100 {
-		return 2
-	}
-	return 1
-}
 
 // premise: every flow has the verdict the case is about (a lab artefact,
 // a missing route, shows here first).
@@ -726,7 +584,7 @@ func premise(t *testing.T, what, want string, obs []kernelprobe.Observation) {
 	}
 	for _, o := range obs {
 		if o.Verdict != want {
-			t.Errorf("%s: premise: every flow %s, the kernel did %s (%s): a lab artefact or a wrong premise", what, want, kernelKey(o, true), o.Raw)
+			t.Errorf("%s: premise: every flow %s, the kernel did %s (%s): a lab artefact or a wrong premise", what, want, kernelprobe.Key(o, true), o.Raw)
 			return
 		}
 	}
@@ -1137,4 +995,28 @@ func kernelLabNamespace(name string) bool {
 		}
 	}
 	return false
+}
+
+// probe is the expectation as kernelprobe holds it to the kernel.
+func (ex kExpect) probe() kernelprobe.Expect {
+	exact := map[string]string{}
+	for k := range ex.probs {
+		exact[k] = ex.probs[k].RatString()
+	}
+	return kernelprobe.Expect{Model: "trace", Shares: ex.shares, Masq: ex.masq, Showable: ex.showable, Exact: exact, Summary: ex.summary}
+}
+
+// compare, fit and checkNodeMasq are kernelprobe's, on a kExpect.
+func compare(t *testing.T, what string, ex kExpect, nodeFlow bool, n int, send func(n int) []kernelprobe.Observation) []kernelprobe.Observation {
+	t.Helper()
+	return kernelprobe.Compare(t, what, ex.probe(), nodeFlow, n, send)
+}
+
+func fit(obs []kernelprobe.Observation, ex kExpect, withMasq bool) (ok, fatal bool, msg string) {
+	return kernelprobe.Fit(obs, ex.probe(), withMasq)
+}
+
+func checkNodeMasq(t *testing.T, what string, ex kExpect, obs []kernelprobe.Observation) {
+	t.Helper()
+	kernelprobe.CheckNodeMasq(t, what, ex.probe(), obs)
 }

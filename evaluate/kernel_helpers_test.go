@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -682,158 +681,6 @@ func randomFully(o evaluate.Outcome) bool {
 	return false
 }
 
-// kernelKey is an observation's outcome key.
-func kernelKey(o kernelprobe.Observation, withMasq bool) string {
-	k := kernelprobe.Outcome{Verdict: o.Verdict, Endpoint: o.Endpoint}
-	k.Masqueraded = withMasq && o.Masqueraded
-	return k.String()
-}
-
-// flowsFor is how many flows hold a share check of ex: a few hundred for a
-// split (300 over three ways or more: ±~15% per share at worst), fewer
-// for one outcome, a handful for a drop (each waits its full time).
-func flowsFor(ex kExpect) int {
-	switch n := len(ex.shares); {
-	case n >= 3:
-		return 300
-	case n == 2:
-		return 200
-	}
-	for k := range ex.shares {
-		if k == kernelprobe.Drop {
-			return 8
-		}
-	}
-	return 20
-}
-
-// minSeen: an outcome the evaluator expects this many times or more over
-// the flows must be seen (a Poisson count of 10 is 0 one time in 22000).
-const minSeen = 10
-
-// fit says whether the kernel's observations fit the evaluator's
-// shares: every kernel outcome among the evaluator's, no outcome expected
-// at least minSeen times unseen, chi-square p ≥ 0.001. fatal: an outcome
-// the evaluator gives no share (a retry cannot mend that).
-func fit(obs []kernelprobe.Observation, ex kExpect, withMasq bool) (ok, fatal bool, msg string) {
-	counts := map[string]int{}
-	for _, o := range obs {
-		counts[kernelKey(o, withMasq)]++
-	}
-	stat, p := kernelprobe.ChiSquare(counts, ex.shares)
-	var keys []string
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, counts[k]))
-	}
-	var exp []string
-	for k, q := range ex.probs {
-		exp = append(exp, fmt.Sprintf("%s: %s", k, q))
-	}
-	sort.Strings(exp)
-	msg = fmt.Sprintf("evaluator {%s}, kernel over %d flows {%s}, chi-square %.2f p=%.4f", strings.Join(exp, ", "), len(obs), strings.Join(parts, ", "), stat, p)
-	var problems []string
-	for _, k := range keys {
-		if ex.shares[k] <= 0 {
-			problems = append(problems, fmt.Sprintf("the kernel did %q (%d flows), which the evaluator gives no share", k, counts[k]))
-			fatal = true
-		}
-	}
-	for k, q := range ex.shares {
-		if e := q * float64(len(obs)); e >= minSeen && counts[k] == 0 {
-			problems = append(problems, fmt.Sprintf("the evaluator expects %q %.0f times, the kernel never did it", k, e))
-		}
-	}
-	if p < 0.001 && !math.IsInf(stat, 1) {
-		problems = append(problems, fmt.Sprintf("the split does not fit the evaluator's shares (p=%.5f < 0.001)", p))
-	}
-	if len(problems) > 0 {
-		msg += "; " + strings.Join(problems, "; ")
-	}
-	return len(problems) == 0, fatal, msg
-}
-
-// compare sends flows (send(n)) and holds them against ex: verdicts and
-// endpoints, shares (chi-square, retried once on fresh flows when a
-// correct answer was merely unlucky, as kernelprobe's own tests do: a
-// right expectation then fails one run in a million), and masquerade.
-// It returns the last observations.
-func compare(t *testing.T, what string, ex kExpect, nodeFlow bool, n int, send func(n int) []kernelprobe.Observation) []kernelprobe.Observation {
-	t.Helper()
-	if n == 0 {
-		n = flowsFor(ex)
-	}
-	var obs []kernelprobe.Observation
-	for try := 1; ; try++ {
-		obs = send(n)
-		ok, fatal, msg := fit(obs, ex, !nodeFlow)
-		t.Logf("%s: try %d: %s", what, try, msg)
-		if ok {
-			break
-		}
-		if fatal || try == 2 {
-			t.Errorf("%s: the kernel disagrees with the evaluator: %s\nevaluator (new client):\n  %s", what, msg, ex.summary)
-			for _, o := range obs[:min(3, len(obs))] {
-				t.Logf("  flow %d %v: %s %v errno=%v %s", o.Flow, o.Src, o.Verdict, o.Endpoint, o.Errno, o.Raw)
-			}
-			break
-		}
-	}
-	if nodeFlow {
-		checkNodeMasq(t, what, ex, obs)
-	}
-	return obs
-}
-
-// checkNodeMasq: the node's own flows leave from the egress address
-// already, so a masquerade shows only as random-fully's new source port
-// (the old one once in 64512): where the evaluator masquerades
-// random-fully, all flows but one (two of a hundred or more: that many
-// keep their port once in ~10^5 checks) show it; where it does not
-// masquerade, none does.
-func checkNodeMasq(t *testing.T, what string, ex kExpect, obs []kernelprobe.Observation) {
-	t.Helper()
-	total, masq := map[string]int{}, map[string]int{}
-	for _, o := range obs {
-		if o.Verdict != kernelprobe.DNAT && o.Verdict != kernelprobe.Accept {
-			continue
-		}
-		k := kernelKey(o, false)
-		total[k]++
-		if o.Masqueraded {
-			masq[k]++
-		}
-	}
-	for k, n := range total {
-		m, ok := ex.masq[k]
-		switch {
-		case !ok:
-			// an outcome the evaluator has no share for: reported by fit
-		case m == 0 && masq[k] != 0:
-			t.Errorf("%s: %s: %d of %d node flows masqueraded (a new source port), the evaluator masquerades none", what, k, masq[k], n)
-		case m == 1 && ex.showable[k] && masq[k] < n-missable(n):
-			t.Errorf("%s: %s: the evaluator masquerades random-fully, the kernel shows it on only %d of %d node flows", what, k, masq[k], n)
-		case m == 1 && !ex.showable[k]:
-			t.Logf("%s: %s: masqueraded without random-fully: the node's own flows cannot show it", what, k)
-		case m > 0 && m < 1:
-			t.Errorf("%s: %s: the evaluator masquerades %.3f of these flows; a flow's masquerade should not be random", what, k, m)
-		}
-	}
-}
-
-// missable is how many of n masqueraded node flows may keep their source
-// port by chance.
-func missable(n int) int {
-	if n >= 100 {
-		return 2
-	}
-	return 1
-}
-
 // kCheck is one probe of a case: the evaluator's answer for f on the lab's
 // rules (affinity: the records as the kernel holds them now) against the
 // kernel's flows. want, when set, is the verdict every kernel flow should
@@ -848,7 +695,7 @@ func (l *kLab) kCheck(t *testing.T, f kFlow, want string, affinity bool) []kerne
 	if want != "" {
 		for _, o := range obs {
 			if o.Verdict != want {
-				t.Errorf("%s: premise: every flow %s, the kernel did %s (%s): a lab artefact or a wrong premise", p, want, kernelKey(o, true), o.Raw)
+				t.Errorf("%s: premise: every flow %s, the kernel did %s (%s): a lab artefact or a wrong premise", p, want, kernelprobe.Key(o, true), o.Raw)
 				break
 			}
 		}
@@ -915,4 +762,28 @@ func summarize(obs []kernelprobe.Observation) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// probe is the expectation as kernelprobe holds it to the kernel.
+func (ex kExpect) probe() kernelprobe.Expect {
+	exact := map[string]string{}
+	for k := range ex.probs {
+		exact[k] = ex.probs[k].String()
+	}
+	return kernelprobe.Expect{Model: "the evaluator", Shares: ex.shares, Masq: ex.masq, Showable: ex.showable, Exact: exact, Summary: ex.summary}
+}
+
+// compare, fit and checkNodeMasq are kernelprobe's, on a kExpect.
+func compare(t *testing.T, what string, ex kExpect, nodeFlow bool, n int, send func(n int) []kernelprobe.Observation) []kernelprobe.Observation {
+	t.Helper()
+	return kernelprobe.Compare(t, what, ex.probe(), nodeFlow, n, send)
+}
+
+func fit(obs []kernelprobe.Observation, ex kExpect, withMasq bool) (ok, fatal bool, msg string) {
+	return kernelprobe.Fit(obs, ex.probe(), withMasq)
+}
+
+func checkNodeMasq(t *testing.T, what string, ex kExpect, obs []kernelprobe.Observation) {
+	t.Helper()
+	kernelprobe.CheckNodeMasq(t, what, ex.probe(), obs)
 }
