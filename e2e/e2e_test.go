@@ -111,26 +111,24 @@ func kubernetesService() svcDef {
 		eps:   []endpoint{{ip: u.Hostname()}}}
 }
 
-// TestMapLiveNodes drives kube-proxy through every Service type and policy,
-// large-cluster mode, a deleted Service and a scale-down, then maps both
-// nodes' rulesets with the plugin and checks every chain against the objects.
-func TestMapLiveNodes(t *testing.T) {
-	nsObjs := append(namespaceObjects(nsScenario), namespaceObjects(nsLoad)...)
-	createObjects(t, nsObjs...)
-
-	// 1. 1100 endpoints: kube-proxy switches to large-cluster mode.
-	load := loadServices()
+// createScenario makes the scenario's namespaces and Services and waits
+// for both kube-proxies each time: 1. 1100 endpoints, so that kube-proxy
+// switches to large-cluster mode; 2. every Service type and traffic
+// policy, created in large-cluster mode. It returns both lists.
+func createScenario(t *testing.T) (load, scenario []svcDef) {
+	t.Helper()
+	createObjects(t, append(namespaceObjects(nsScenario), namespaceObjects(nsLoad)...)...)
+	load = loadServices()
 	marks := markAll(t)
 	objs, svcEvents, sliceEvents := objectsOf(load)
 	createObjects(t, objs...)
 	waitAll(t, marks, svcEvents, sliceEvents)
 
-	// 2. Every Service type and traffic policy, created in large-cluster mode.
-	before := withNamespace(scenarioServices(), nsScenario)
+	scenario = withNamespace(scenarioServices(), nsScenario)
 	marks = markAll(t)
-	objs, svcEvents, sliceEvents = objectsOf(before)
+	objs, svcEvents, sliceEvents = objectsOf(scenario)
 	createObjects(t, objs...)
-	for _, d := range before {
+	for _, d := range scenario {
 		if d.lbIngress != "" {
 			status := fmt.Sprintf(`{"status":{"loadBalancer":{"ingress":[{"ip":%q}]}}}`, d.lbIngress)
 			kubectl(t, "-n", d.ns, "patch", "service", d.name, "--subresource=status", "--type=merge", "-p", status)
@@ -138,10 +136,19 @@ func TestMapLiveNodes(t *testing.T) {
 		}
 	}
 	waitAll(t, marks, svcEvents, sliceEvents)
+	return load, scenario
+}
+
+// TestMapLiveNodes drives kube-proxy through every Service type and policy,
+// large-cluster mode, a deleted Service and a scale-down, then maps both
+// nodes' rulesets with the plugin and checks every chain against the objects.
+func TestMapLiveNodes(t *testing.T) {
+	// 1, 2: large-cluster mode, then every Service type and policy.
+	load, before := createScenario(t)
 
 	// 3. Delete a Service and scale another down: on node-a (large-cluster
 	// mode, syncPeriod 1h) their chains linger, stale.
-	marks = markAll(t)
+	marks := markAll(t)
 	kubectl(t, "-n", nsScenario, "delete", "service", "deleted")
 	kubectl(t, "-n", nsScenario, "delete", "endpointslice", "deleted-e2e01")
 	var current []svcDef

@@ -61,24 +61,7 @@ func kernelScenario(t *testing.T) {
 		return
 	}
 	t.Logf("namespace %s missing (TestMapLiveNodes did not run): creating the scenario's Services", nsScenario)
-	createObjects(t, append(namespaceObjects(nsScenario), namespaceObjects(nsLoad)...)...)
-	load := loadServices()
-	marks := markAll(t)
-	objs, svcEvents, sliceEvents := objectsOf(load)
-	createObjects(t, objs...)
-	waitAll(t, marks, svcEvents, sliceEvents)
-	defs := withNamespace(scenarioServices(), nsScenario)
-	marks = markAll(t)
-	objs, svcEvents, sliceEvents = objectsOf(defs)
-	createObjects(t, objs...)
-	for _, d := range defs {
-		if d.lbIngress != "" {
-			status := fmt.Sprintf(`{"status":{"loadBalancer":{"ingress":[{"ip":%q}]}}}`, d.lbIngress)
-			kubectl(t, "-n", d.ns, "patch", "service", d.name, "--subresource=status", "--type=merge", "-p", status)
-			svcEvents++
-		}
-	}
-	waitAll(t, marks, svcEvents, sliceEvents)
+	createScenario(t)
 }
 
 // kSvc is a Service of the scenario as the API server has it.
