@@ -170,9 +170,6 @@ type Route struct {
 	// Note says in words what the route means for its clients, where
 	// that takes more than its endpoints (a Local traffic policy).
 	Note string `json:"note,omitempty"`
-
-	// passed are the endpoint chains the Other outcomes went through.
-	passed []string
 }
 
 // RouteHop is one endpoint reached by a route.

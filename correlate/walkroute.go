@@ -33,6 +33,9 @@ type RouteOutcome struct {
 	// of again without a DNAT (one emptied by hand): where they were
 	// meant to go, so the cause of this outcome.
 	Via string `json:"via,omitempty"`
+	// through are the endpoint chains the connections went through,
+	// DNATed or not: reached by the rules all the same.
+	through []string
 }
 
 // standInNodeIPs stand for the node's addresses when nothing says them:
@@ -236,13 +239,10 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 			// endpoint's branch the same way); the endpoint chains they
 			// went through were reached all the same.
 			ro := outcomeOf(o)
-			if c := endpointChainOf(o); c != "" && !slices.Contains(rt.passed, c) {
-				rt.passed = append(rt.passed, c)
-			}
 			if i := slices.IndexFunc(rt.Other, func(x RouteOutcome) bool {
 				return x.Verdict == ro.Verdict && x.Chain == ro.Chain && x.Rule == ro.Rule && x.Via == ro.Via
 			}); i >= 0 {
-				rt.Other[i].Share += ro.Share
+				rt.Other[i].merge(ro)
 			} else {
 				rt.Other = append(rt.Other, ro)
 			}
@@ -345,18 +345,33 @@ func outcomeOf(o evaluate.Outcome) RouteOutcome {
 		ro.Chain, ro.Rule = last.Chain, last.Text
 		ro.KubeProxys = kubeProxyVerdict(last, o.Verdict)
 	}
-	if !o.DNAT {
-		ro.Via = endpointChainOf(o)
+	if c := endpointChainOf(o); c != "" {
+		ro.through = []string{c}
+		if !o.DNAT {
+			ro.Via = c
+		}
 	}
 	return ro
+}
+
+// merge adds alike outcome o to ro.
+func (ro *RouteOutcome) merge(o RouteOutcome) {
+	ro.Share += o.Share
+	for _, c := range o.through {
+		if !slices.Contains(ro.through, c) {
+			ro.through = append(ro.through, c)
+		}
+	}
 }
 
 // passedBy: some route's connections went through chain without being
 // DNATed to an endpoint in the end.
 func passedBy(routes []Route, chain string) bool {
 	for _, r := range routes {
-		if slices.Contains(r.passed, chain) {
-			return true
+		for _, o := range r.Other {
+			if slices.Contains(o.through, chain) {
+				return true
+			}
 		}
 	}
 	return false

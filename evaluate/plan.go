@@ -142,61 +142,7 @@ func (e *Evaluator) plan(fam kubeproxy.Family) *familyPlan {
 	var bases = map[string][]baseChain{}
 	var nats = map[string][]baseChain{}
 	order := 0
-	var kubeTables = map[string]bool{}
-	haveKube := false
-	for _, t := range e.rs.IPTables {
-		if t.Family != fam {
-			continue
-		}
-		kubeTables[t.Name] = true
-		for _, c := range t.Chains {
-			if strings.HasPrefix(c.Name, kubeproxy.PrefixKube) {
-				haveKube = true
-			}
-		}
-		if t.Partial {
-			p.missing = append(p.missing, NotModelled{Table: t.Name, Family: string(fam), Rule: -1,
-				What: fmt.Sprintf("only some chains of the %s table were in the input", t.Name),
-				Why:  "a jump to a chain not shown ends that outcome as unknown"})
-		}
-		spec, ok := iptablesHooks[t.Name]
-		if !ok {
-			continue
-		}
-		for _, h := range spec.hooks {
-			c := t.Chain(strings.ToUpper(h))
-			if c == nil {
-				if t.Partial {
-					// Not shown is not empty: what enters there is unknown.
-					p.missing = append(p.missing, NotModelled{Table: t.Name, Family: string(fam), Chain: strings.ToUpper(h), Rule: -1,
-						What: "built-in chain " + strings.ToUpper(h) + " of the " + t.Name + " table not in the input",
-						Why:  "taken as empty (policy ACCEPT): a rule there is not seen"})
-				}
-				continue
-			}
-			order++
-			bc := baseChain{chainRef: chainRef{ipt: t, ic: c}, prio: spec.prio, policy: policyOf(c.Policy), order: order}
-			if t.Name == "nat" {
-				bc.prio = natPrio(h)
-				nats[h] = append(nats[h], bc)
-			} else {
-				bases[h] = append(bases[h], bc)
-			}
-		}
-	}
-	if haveKube {
-		var lacking []string
-		for _, name := range []string{"nat", "filter", "mangle"} {
-			if !kubeTables[name] {
-				lacking = append(lacking, name)
-			}
-		}
-		if len(lacking) > 0 {
-			p.missing = append(p.missing, NotModelled{Family: string(fam), Rule: -1,
-				What: "iptables table " + strings.Join(lacking, ", ") + " not in the input (kube-proxy writes chains there)",
-				Why:  "its rules were not evaluated: the outcomes are those of the tables given"})
-		}
-	}
+	e.planIPTables(fam, p, bases, nats, &order)
 	for _, t := range e.rs.NFTables {
 		if !nftFamilyApplies(t.Family, fam) {
 			continue
@@ -248,6 +194,66 @@ func (e *Evaluator) plan(fam kubeproxy.Family) *familyPlan {
 	}
 	e.plans[fam] = p
 	return p
+}
+
+// planIPTables adds the built-in chains of fam's iptables tables to
+// bases and nats (nat's by hook), and to p what the input lacks.
+func (e *Evaluator) planIPTables(fam kubeproxy.Family, p *familyPlan, bases, nats map[string][]baseChain, order *int) {
+	var kubeTables = map[string]bool{}
+	haveKube := false
+	for _, t := range e.rs.IPTables {
+		if t.Family != fam {
+			continue
+		}
+		kubeTables[t.Name] = true
+		for _, c := range t.Chains {
+			if strings.HasPrefix(c.Name, kubeproxy.PrefixKube) {
+				haveKube = true
+			}
+		}
+		if t.Partial {
+			p.missing = append(p.missing, NotModelled{Table: t.Name, Family: string(fam), Rule: -1,
+				What: fmt.Sprintf("only some chains of the %s table were in the input", t.Name),
+				Why:  "a jump to a chain not shown ends that outcome as unknown"})
+		}
+		spec, ok := iptablesHooks[t.Name]
+		if !ok {
+			continue
+		}
+		for _, h := range spec.hooks {
+			c := t.Chain(strings.ToUpper(h))
+			if c == nil {
+				if t.Partial {
+					// Not shown is not empty: what enters there is unknown.
+					p.missing = append(p.missing, NotModelled{Table: t.Name, Family: string(fam), Chain: strings.ToUpper(h), Rule: -1,
+						What: "built-in chain " + strings.ToUpper(h) + " of the " + t.Name + " table not in the input",
+						Why:  "taken as empty (policy ACCEPT): a rule there is not seen"})
+				}
+				continue
+			}
+			*order++
+			bc := baseChain{chainRef: chainRef{ipt: t, ic: c}, prio: spec.prio, policy: policyOf(c.Policy), order: *order}
+			if t.Name == "nat" {
+				bc.prio = natPrio(h)
+				nats[h] = append(nats[h], bc)
+			} else {
+				bases[h] = append(bases[h], bc)
+			}
+		}
+	}
+	if haveKube {
+		var lacking []string
+		for _, name := range []string{"nat", "filter", "mangle"} {
+			if !kubeTables[name] {
+				lacking = append(lacking, name)
+			}
+		}
+		if len(lacking) > 0 {
+			p.missing = append(p.missing, NotModelled{Family: string(fam), Rule: -1,
+				What: "iptables table " + strings.Join(lacking, ", ") + " not in the input (kube-proxy writes chains there)",
+				Why:  "its rules were not evaluated: the outcomes are those of the tables given"})
+		}
+	}
 }
 
 func policyOf(s string) string {
