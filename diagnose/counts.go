@@ -308,7 +308,24 @@ type FailureCount struct {
 	Family  kubeproxy.Family `json:"family"`
 	Value   float64          `json:"value"`
 	Meaning string           `json:"meaning"`
+	// A counter only grows: its value is kube-proxy's lifetime, not its
+	// state. Now says what it means at present: FailingNow (it grew
+	// between two scrapes; no sync succeeded since kube-proxy started; a
+	// sync is queued past 2 × syncPeriod), Recovered (it did not grow
+	// between two scrapes; the last sync succeeded after the last one
+	// queued) or Unknown (a sync is queued and has not run yet); Evidence
+	// says which. SinceEarlier is its growth between two scrapes.
+	Now          string   `json:"now"`
+	Evidence     string   `json:"evidence"`
+	SinceEarlier *float64 `json:"sinceEarlier,omitempty"`
 }
+
+// What a failure counter means at present (FailureCount.Now).
+const (
+	FailingNow = "failing"
+	Recovered  = "recovered"
+	Unknown    = "unknown"
+)
 
 const (
 	maxSuspects = 10
@@ -377,7 +394,8 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 		note("ipvs mode exports no rule-count metric: there is nothing to compare the dump with")
 	}
 
-	failures := failuresByFamily(m)
+	states := syncStates(m, now, opts.SyncPeriod)
+	failures := failuresByFamily(m, opts.Earlier, states)
 	rep.Failures = append(rep.Failures, failures...)
 
 	if rep.Mode != kubeproxy.ModeIPVS && (rep.Mode == kubeproxy.ModeIPTables || rep.Mode == kubeproxy.ModeUnknown || rep.ModeFromDump.Has(kubeproxy.ModeIPTables)) {
@@ -417,7 +435,7 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 	}
 
 	rep.LargeClusterMode = largeClusterEvidence(rs)
-	rep.LastSync = syncStates(m, now, opts.SyncPeriod)
+	rep.LastSync = states
 	if m != nil {
 		if v, ok := m.Value(metrics.EndpointChangesPending, nil); ok {
 			rep.PendingEndpointChanges = &v
@@ -439,8 +457,10 @@ func metricHasFamily(m *metrics.Metrics, name string) bool {
 	return false
 }
 
-// failuresByFamily returns the failure counters above zero.
-func failuresByFamily(m *metrics.Metrics) []FailureCount {
+// failuresByFamily returns the failure counters above zero, each with
+// what it means at present: from its growth since an earlier scrape, else
+// from its family's sync timestamps.
+func failuresByFamily(m, earlier *metrics.Metrics, states []SyncState) []FailureCount {
 	if m == nil {
 		return nil
 	}
@@ -448,17 +468,61 @@ func failuresByFamily(m *metrics.Metrics) []FailureCount {
 	for _, name := range []string{metrics.RestoreFailures, metrics.PartialRestoreFailures, metrics.NFTSyncFailures, metrics.NFTCleanupFailures} {
 		for _, s := range m.Samples(name) {
 			if s.Value > 0 {
-				out = append(out, FailureCount{Metric: name, Family: metrics.FamilyLabel(s.Labels["ip_family"]), Value: s.Value, Meaning: failureMeanings[name]})
+				f := FailureCount{Metric: name, Family: metrics.FamilyLabel(s.Labels["ip_family"]), Value: s.Value, Meaning: failureMeanings[name]}
+				f.Now, f.Evidence, f.SinceEarlier = failureNow(name, s, earlier, syncStateOf(states, f.Family))
+				out = append(out, f)
 			}
 		}
 	}
 	return out
 }
 
+// syncStateOf is fam's sync state, or the only one there is (metrics
+// without an ip_family label); nil when the metrics have none.
+func syncStateOf(states []SyncState, fam kubeproxy.Family) *SyncState {
+	for i := range states {
+		if states[i].Family == fam {
+			return &states[i]
+		}
+	}
+	if len(states) == 1 {
+		return &states[0]
+	}
+	return nil
+}
+
+// failureNow tells a counter's present from its lifetime.
+func failureNow(name string, s metrics.Sample, earlier *metrics.Metrics, st *SyncState) (now, evidence string, since *float64) {
+	if earlier != nil {
+		if prev, ok := earlier.Value(name, s.Labels); ok {
+			d := s.Value - prev
+			switch {
+			case d > 0:
+				return FailingNow, fmt.Sprintf("it grew by %g between the two scrapes", d), &d
+			case st == nil || !st.Pending:
+				return Recovered, "it did not grow between the two scrapes", &d
+			}
+		}
+	}
+	switch {
+	case st == nil:
+		return Unknown, "no sync timestamps to tell whether it still fails: scrape the metrics twice", nil
+	case st.LastSync == nil:
+		return FailingNow, "no sync has succeeded since kube-proxy started", nil
+	case st.Hung:
+		return FailingNow, st.Reason, nil
+	case !st.Pending:
+		return Recovered, fmt.Sprintf("the last sync succeeded (%s), after the last one queued", st.LastSync.UTC().Format(time.RFC3339)), nil
+	}
+	return Unknown, "a sync is queued and has not run yet: scrape the metrics again to tell whether it fails", nil
+}
+
+// failuresFor adds up the failures of metric in fam that may bear on the
+// rules now (a failure kube-proxy has recovered from does not).
 func failuresFor(failures []FailureCount, fam kubeproxy.Family, metric string) float64 {
 	n := 0.0
 	for _, f := range failures {
-		if f.Metric == metric && (f.Family == fam || f.Family == "") {
+		if f.Now != Recovered && f.Metric == metric && (f.Family == fam || f.Family == "") {
 			n += f.Value
 		}
 	}

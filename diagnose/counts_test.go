@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -367,6 +368,18 @@ func TestCompareCountsDiagnoses(t *testing.T) {
 	save4, _ := fixture.Text(t, dir, "iptables/save-nft-ipv4.txt")
 	save6, _ := fixture.Text(t, dir, "iptables/save-nft-ipv6.txt")
 	metricsText, _ := fixture.Text(t, dir, "metrics-iptables.txt")
+	// queuedAfterSync makes IPv4's last queued sync 5 s later than its
+	// last successful one: a sync that has not succeeded.
+	queuedAfterSync := func(text string) string {
+		re := regexp.MustCompile(`(?m)^kubeproxy_sync_proxy_rules_last_timestamp_seconds\{ip_family="IPv4"\} (\S+)$`)
+		m := re.FindStringSubmatch(text)
+		if m == nil {
+			t.Fatal("no IPv4 last sync timestamp in the metrics")
+		}
+		last, _ := strconv.ParseFloat(m[1], 64)
+		q := regexp.MustCompile(`(?m)^kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds\{ip_family="IPv4"\} \S+$`)
+		return q.ReplaceAllString(text, fmt.Sprintf(`kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} %f`, last+5))
+	}
 	setMetric := func(text string, fam kubeproxy.Family, table string, v int) string {
 		re := regexp.MustCompile(fmt.Sprintf(`(?m)^(kubeproxy_sync_proxy_rules_iptables_(total|last)\{ip_family="%s",table="%s"\}) \d+$`, fam, table))
 		return re.ReplaceAllString(text, fmt.Sprintf("${1} %d", v))
@@ -410,8 +423,9 @@ func TestCompareCountsDiagnoses(t *testing.T) {
 			[]rowWant{{kubeproxy.IPv4, "filter", false, ip(1), "another writer"}}, "", 0, ""},
 		{"rule removed", []string{strings.Replace(save4, "-A KUBE-SVC-NPX46M4PTMTKRN6Y -m comment --comment \"default/kubernetes:https -> 10.0.0.2:6443\" -j KUBE-SEP-HSRFD4S3AHFNRYNO\n", "", 1), save6}, metricsText, CountOptions{},
 			[]rowWant{{kubeproxy.IPv4, "nat", false, ip(-1), "fewer"}}, "", 0, ""},
+		// The failed sync is queued after the last success: failing now.
 		{"failed restore", []string{save4, save6},
-			setMetric(metricsText, kubeproxy.IPv4, "nat", 190) + "# TYPE kubeproxy_sync_proxy_rules_iptables_restore_failures_total counter\nkubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family=\"IPv4\"} 2\n",
+			queuedAfterSync(setMetric(metricsText, kubeproxy.IPv4, "nat", 190)) + "# TYPE kubeproxy_sync_proxy_rules_iptables_restore_failures_total counter\nkubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family=\"IPv4\"} 2\n",
 			CountOptions{}, []rowWant{{kubeproxy.IPv4, "nat", false, ip(-2), "failed restore"}, {kubeproxy.IPv6, "nat", true, ip(0), ""}}, "", 1, ""},
 		{"no ip_family label", []string{save4, save6}, oldMetrics, CountOptions{},
 			[]rowWant{{kubeproxy.IPv4, "nat", true, ip(0), "IPv4 synced last"}, {kubeproxy.IPv6, "nat", false, ip(24 - 188), "no ip_family label"}}, "no ip_family label", 0, ""},

@@ -85,15 +85,16 @@ type raw struct {
 
 // Finding tags.
 const (
-	tagDrift      = "drift"    // a Service's rules disagree with its EndpointSlices
-	tagService    = "service"  // another problem of a Service's rules
-	tagHarmful    = "stale"    // stale chains traffic still reaches
-	tagOverdue    = "overdue"  // unreferenced stale chains that should be gone
-	tagLeftover   = "leftover" // a chain an older version left
-	tagHung       = "hung"     // kube-proxy is not syncing
-	tagFailure    = "failure"  // a failure counter above zero
-	tagCountsDiff = "counts"   // the rule counts disagree
-	tagOther      = "other"    // anything else
+	tagDrift        = "drift"        // a Service's rules disagree with its EndpointSlices
+	tagService      = "service"      // another problem of a Service's rules
+	tagHarmful      = "stale"        // stale chains traffic still reaches
+	tagOverdue      = "overdue"      // unreferenced stale chains that should be gone
+	tagLeftover     = "leftover"     // a chain an older version left
+	tagHung         = "hung"         // kube-proxy is not syncing
+	tagFailure      = "failure"      // a failure counter that grows now
+	tagFailedBefore = "failedBefore" // one that did, not known to now
+	tagCountsDiff   = "counts"       // the rule counts disagree
+	tagOther        = "other"        // anything else
 )
 
 // Triage runs every diagnosis on the node and groups the findings by cause.
@@ -204,8 +205,19 @@ func Triage(n *Node) *TriageReport {
 				add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(s.Family)}, tag: tagHung, family: s.Family}, "kube-proxy is not syncing: %s", s.Reason)
 			}
 		}
+		blockers := blockingLeftovers(rep.Stale)
 		for _, f := range rep.Counts.Failures {
-			add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(f.Family)}, tag: tagFailure, family: f.Family}, "%s = %v: %s", f.Metric, f.Value, f.Meaning)
+			if f.Now == Unknown && blocksFamily(blockers, f.Family) {
+				f.Now, f.Evidence = FailingNow, "a sync is queued, and a leftover chain in the rules makes every restore fail"
+			}
+			switch f.Now {
+			case FailingNow:
+				add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(f.Family)}, tag: tagFailure, family: f.Family}, "%s = %v (%s): %s", f.Metric, f.Value, f.Evidence, f.Meaning)
+			case Recovered:
+				add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "sync", Subject: string(f.Family)}, tag: tagFailedBefore, family: f.Family}, "%s: failed %g time%s since kube-proxy started, not now: %s", f.Metric, f.Value, plural(int(f.Value)), f.Evidence)
+			default:
+				add(&raw{Finding: Finding{Severity: SeverityWarning, Area: "sync", Subject: string(f.Family)}, tag: tagFailedBefore, family: f.Family}, "%s: failed %g time%s since kube-proxy started; whether it fails now is not known: %s", f.Metric, f.Value, plural(int(f.Value)), f.Evidence)
+			}
 		}
 	}
 
@@ -270,7 +282,11 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 	for _, f := range rep.Counts.Failures {
 		switch f.Metric {
 		case metrics.RestoreFailures, metrics.NFTSyncFailures:
-			failing[f.Family] += f.Value
+			// A sync queued and not yet run fails for sure when a chain
+			// in the rules blocks every restore (as the raws say).
+			if f.Now == FailingNow || f.Now == Unknown && blocksFamily(blockers, f.Family) {
+				failing[f.Family] += f.Value
+			}
 		}
 	}
 	if len(failing) > 0 || len(blockers) > 0 {
@@ -432,6 +448,16 @@ func familiesOf(failing map[kubeproxy.Family]float64, bs []blocker) []kubeproxy.
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// blocksFamily: a leftover chain blocks the restores of fam.
+func blocksFamily(bs []blocker, fam kubeproxy.Family) bool {
+	for _, b := range bs {
+		if fam == "" || kubeproxy.Family(b.target.Family) == fam {
+			return true
+		}
+	}
+	return false
 }
 
 // restoreCause words the failed restores of one family, with the chain that

@@ -197,7 +197,16 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 		}
 	}
 	for _, f := range rep.Failures {
-		fmt.Fprintln(out, st.bad.Render("failure")+" "+wrapIndent(fmt.Sprintf("%s{%s} = %v: %s", f.Metric, f.Family, f.Value, f.Meaning), t.Width-8, 8))
+		// The counter is kube-proxy's lifetime; its state now says how
+		// loud to be.
+		label := st.bad.Render("failing")
+		switch f.Now {
+		case diagnose.Recovered:
+			label = st.dim.Render("failed before")
+		case diagnose.Unknown:
+			label = st.warn.Render("failed")
+		}
+		fmt.Fprintln(out, label+" "+wrapIndent(fmt.Sprintf("%s{%s} = %v since kube-proxy started, %s now (%s): %s", f.Metric, f.Family, f.Value, f.Now, f.Evidence, f.Meaning), t.Width-8, 8))
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintln(out, wrapIndent("note: "+n, t.Width-2, 2))
