@@ -182,7 +182,7 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 		}
 		fmt.Fprintln(out, wrapIndent(msg, t.Width-2, 2))
 		if s.Syncs > 0 {
-			line := fmt.Sprintf("%d syncs, %s on average (full: %d, %s; partial: %d, %s)", s.Syncs, seconds(s.MeanSyncSeconds),
+			line := fmt.Sprintf("%s, %s on average (full: %d, %s; partial: %d, %s)", count(int(s.Syncs), "sync"), seconds(s.MeanSyncSeconds),
 				s.FullSyncs, seconds(s.MeanFullSyncSeconds), s.PartialSyncs, seconds(s.MeanPartialSyncSeconds))
 			if s.RecentMeanSyncSeconds != nil {
 				line += fmt.Sprintf("; %d since the earlier scrape, %s on average", *s.RecentSyncs, seconds(*s.RecentMeanSyncSeconds))

@@ -138,7 +138,7 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		title += " node/" + rep.Node
 	}
 	fmt.Fprintf(out, "%s: %s  %s\n", st.header.Render(title), statusText(st, rep.Status),
-		st.dim.Render(fmt.Sprintf("(%d errors, %d warnings, %d notes)", rep.Summary[diagnose.SeverityError], rep.Summary[diagnose.SeverityWarning], rep.Summary[diagnose.SeverityInfo])))
+		st.dim.Render(fmt.Sprintf("(%s, %s, %s)", count(rep.Summary[diagnose.SeverityError], "error"), count(rep.Summary[diagnose.SeverityWarning], "warning"), count(rep.Summary[diagnose.SeverityInfo], "note"))))
 	if id := rep.Identity; id.Given == "" && id.Inferred != "" {
 		fmt.Fprintln(out, wrapIndent("node inferred from the dump: "+id.Evidence, t.Width-2, 2))
 	}
@@ -165,7 +165,7 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		} else {
 			line += ", no random-fully"
 		}
-		line += fmt.Sprintf(", %d conflicts", len(m.Conflicts))
+		line += ", " + count(len(m.Conflicts), "conflict")
 		fmt.Fprintln(out, wrapIndent(line, t.Width, 2))
 	}
 	if rep.Counts != nil {
@@ -222,6 +222,9 @@ func statusText(st styles, s diagnose.Status) string {
 	}
 	return st.bad.Render("PROBLEMS FOUND")
 }
+
+// count is "1 error", "0 errors", "3 errors".
+func count(n int, noun string) string { return fmt.Sprintf("%d %s%s", n, noun, plural(n)) }
 
 func plural(n int) string {
 	if n == 1 {
