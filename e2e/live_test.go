@@ -50,6 +50,10 @@ func plugin(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	default:
 		t.Fatalf("kubectl proxyrules %s: %v", strings.Join(args, " "), err)
 	}
+	// client-go's port-forward once logged this after every live command.
+	if strings.Contains(errOut.String(), "Error closing listener") {
+		t.Errorf("kubectl proxyrules %s: client-go's log on stderr:\n%s", strings.Join(args, " "), errOut.String())
+	}
 	return out.String(), errOut.String(), code
 }
 

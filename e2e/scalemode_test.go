@@ -226,6 +226,9 @@ func runPlugin(t *testing.T, started func(*exec.Cmd), args ...string) sweepRun {
 		r.maxRSSKiB = ru.Maxrss
 	}
 	r.stdout, r.stderr = out.String(), errOut.String()
+	if strings.Contains(r.stderr, "Error closing listener") {
+		t.Errorf("kubectl proxyrules %s: client-go's port-forward log on stderr:\n%s", strings.Join(args, " "), tail(r.stderr, 2000))
+	}
 	return r
 }
 

@@ -228,6 +228,7 @@ func unquoteArgs(s string) ([]string, bool) {
 // of the one connection, where a port-forward per request would cost a TLS
 // handshake with the API server and one from it to the kubelet.
 func (r *RemoteRunner) Forward(ctx context.Context, t Target, port int) (get GetFunc, done func(), err error) {
+	quietOnce.Do(quietClosedListeners)
 	req := r.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.Namespace).Name(t.Pod).SubResource("portforward")
 	transport, upgrader, err := spdy.RoundTripperFor(r.Config)
 	if err != nil {
