@@ -321,12 +321,14 @@ func archiveEntry(h *tar.Header) (string, error) {
 	if name == "" || strings.ContainsAny(name, "\\\x00") || strings.HasPrefix(name, "/") {
 		return bad("not a relative slash-separated path")
 	}
-	// collect writes every file under one top directory; strip it.
+	// collect writes every file under one top directory; strip it. A
+	// folder packed again by hand (tar czf b.tar.gz -C DIR .) has "." for
+	// it.
 	top, rel, hasTop := strings.Cut(name, "/")
 	if !hasTop {
 		rel = name
 	}
-	if top == "." || top == ".." || strings.ContainsFunc(top, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if top == ".." || strings.ContainsFunc(top, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return bad("bad top directory")
 	}
 	if h.Typeflag == tar.TypeDir {
