@@ -326,6 +326,7 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 	if len(ex.ClusterIPs) > 0 {
 		fmt.Fprintln(out, st.dim.Render(wrapIndent("cluster IPs: "+strings.Join(ex.ClusterIPs, ", "), t.Width, 2)))
 	}
+	renderExplainVerdict(out, t, ex)
 	if len(ex.Ports) == 0 {
 		fmt.Fprintln(out, wrap("kube-proxy writes no rules for this Service (headless or ExternalName), or the dump has no table for its IP family.", t.Width))
 		return nil
@@ -461,19 +462,35 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 			}
 			root.Child(nr)
 		}
-		if len(pp.Problems) > 0 {
-			pr := t.newTree("problems")
-			for _, p := range pp.Problems {
-				pr.Child(severityStyle(st, p.Severity).Render(string(p.Severity)) + " " + wrap(p.Message, avail2-8))
-			}
-			root.Child(pr)
-		} else {
-			root.Child(st.good.Render("no problems found"))
-		}
 		fmt.Fprintln(out, trimTrailing(root.String()))
 	}
 	renderNotChecked(out, t, ex.NotChecked)
 	return nil
+}
+
+// renderExplainVerdict puts the verdict and every problem where the eye
+// lands, above the trees that are their evidence (a Service of twenty
+// endpoints had its error some fifty lines down).
+func renderExplainVerdict(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanation) {
+	st := t.styles()
+	n := map[diagnose.Severity]int{}
+	for _, pp := range ex.Ports {
+		for _, p := range pp.Problems {
+			n[p.Severity]++
+		}
+	}
+	fmt.Fprintf(out, "%s  %s\n", statusText(st, ex.Status), st.dim.Render(fmt.Sprintf("(%s, %s, %s)",
+		count(n[diagnose.SeverityError], "error"), count(n[diagnose.SeverityWarning], "warning"), count(n[diagnose.SeverityInfo], "note"))))
+	for _, pp := range ex.Ports {
+		for _, p := range pp.Problems {
+			msg := p.Message
+			if len(ex.Ports) > 1 {
+				msg = pp.ServicePort + " (" + pp.Family + "): " + msg
+			}
+			label := severityStyle(st, p.Severity).Render(fmt.Sprintf("%-7s", p.Severity))
+			fmt.Fprintln(out, "  "+label+" "+wrapIndent(msg, t.Width-10, 10))
+		}
+	}
 }
 
 // routeFromWords: where a route's connections start, when not where its
