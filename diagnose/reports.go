@@ -119,3 +119,12 @@ func (n *Node) scrapes() (latest, earlier *metrics.Metrics) {
 	}
 	return latest, earlier
 }
+
+// nonNil is s, or an empty list for none: the JSON forms write lists as
+// [], never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -419,7 +419,7 @@ func labelTrace(res *evaluate.Result, e correlate.TraceEntry, labels *correlate.
 	for _, o := range res.Outcomes {
 		to := TraceOutcome{Probability: o.Probability, Exact: o.Probability.String(), Verdict: o.Verdict, Masquerade: o.Masquerade,
 			Mark: fmt.Sprintf("%#x", o.Mark), Reject: o.Reject, Delivery: o.Delivery, Destination: o.Destination.String(),
-			Assumes: o.Assumes, Path: make([]TraceHop, 0, len(o.Path))}
+			Assumes: nonNil(o.Assumes), Path: make([]TraceHop, 0, len(o.Path))}
 		if o.DNAT {
 			ep := o.Destination.String()
 			to.Endpoint = &ep

@@ -221,7 +221,7 @@ func Triage(n *Node) *TriageReport {
 		}
 	}
 
-	rep.Findings = groupByCause(n, rep, raws)
+	rep.Findings = nonNil(groupByCause(n, rep, raws))
 	for _, f := range rep.Findings {
 		rep.Summary[f.Severity]++
 	}
