@@ -354,10 +354,10 @@ func TestExplainErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"svc/nothing-like-it", "-n", "shop"}, []string{"not found in the objects"}},
 		{[]string{"svc/web", "-n", "shop", "--port", "8080"}, []string{`has no port "8080"`, "its ports: http 80/TCP"}},
 		{[]string{"svc/ingress", "-n", "shop", "--port", "grpc"}, []string{"its ports: http 80/TCP, https 443/TCP"}},
-		{[]string{}, []string{"explain needs a Service (svc/NAME), a chain name or -l SELECTOR", "Usage:", "explain (svc/NAME | CHAIN | -l SELECTOR)"}},
+		{[]string{}, []string{"explain needs a Service (svc/NAME, its DNS name or IP[:PORT]), a chain name or -l SELECTOR", "Usage:", "explain (svc/NAME | NAME.NAMESPACE.svc | IP[:PORT] | CHAIN | -l SELECTOR)"}},
 		{[]string{"svc/web", "-l", "app=web"}, []string{"cannot be given with -l"}},
 		{[]string{"-l", "app=nothing"}, []string{`no Service in namespace default matches -l "app=nothing"`}},
-		{[]string{"pod/web"}, []string{"takes a Service (svc/NAME) or a chain name"}},
+		{[]string{"pod/web"}, []string{"takes a Service (svc/NAME, NAME.NAMESPACE.svc, its IP or IP:PORT) or a chain name"}},
 		{[]string{"KUBE-SEP-AAAAAAAAAAAAAAAA"}, []string{"unknown chain KUBE-SEP-AAAAAAAAAAAAAAAA"}},
 		{[]string{"KUBE-SEP-BBCMKYFKDNTM4EJG"}, []string{"is stale", "shop/ingress:https"}},
 	} {

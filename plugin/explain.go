@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -28,6 +29,10 @@ type ExplainOptions struct {
 	// explained. lookup is what the chain turned out to be.
 	chain  string
 	lookup *correlate.Lookup
+	// addr (and addrPort, 0 for none) is set when explain was given an
+	// address: the Service that has it is explained.
+	addr     netip.Addr
+	addrPort uint16
 	// list: -l without a name explains every selected Service.
 	list bool
 }
@@ -37,6 +42,9 @@ const explainExample = `  # Why does svc/web in namespace shop get no traffic on
 
   # Which Service is this chain from a log line, and what is its path?
   %[1]s explain KUBE-SEP-GXKVICYM64SODBWJ --node ip-10-0-1-7
+
+  # A client cannot reach 10.96.4.7:443 (or web.shop.svc.cluster.local): whose is it, what is wrong?
+  %[1]s explain 10.96.4.7:443 --node ip-10-0-1-7
 
   # The same from a dump saved on the node and the objects saved from the cluster
   %[1]s explain svc/web -n shop --from-dump iptables-save.txt --from-objects objects.json --node ip-10-0-1-7
@@ -55,7 +63,7 @@ const explainExample = `  # Why does svc/web in namespace shop get no traffic on
 func NewCmdExplain(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
 	o := &ExplainOptions{analysisOptions: analysisOptions{IOStreams: streams}, kube: kube}
 	cmd := &cobra.Command{
-		Use:   "explain (svc/NAME | CHAIN | -l SELECTOR) [-n NAMESPACE | -A] [--port PORT] (--node NAME | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
+		Use:   "explain (svc/NAME | NAME.NAMESPACE.svc | IP[:PORT] | CHAIN | -l SELECTOR) [-n NAMESPACE | -A] [--port PORT] (--node NAME | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "Show the path a packet for a Service takes on the node, against its EndpointSlices",
 		Long: `Explain one Service on one node: for each port, the rules that catch its
 traffic (cluster IP, node port, external and load-balancer IPs, source ranges,
@@ -105,7 +113,7 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	switch {
 	case len(args) == 0 && o.Inputs.Selector == "":
-		return fmt.Errorf("explain needs a Service (svc/NAME), a chain name or -l SELECTOR\nUsage: %s", cmd.UseLine())
+		return fmt.Errorf("explain needs a Service (svc/NAME, its DNS name or IP[:PORT]), a chain name or -l SELECTOR\nUsage: %s", cmd.UseLine())
 	case len(args) == 0:
 		o.list = true
 		return nil
@@ -117,13 +125,25 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.chain = ref
 		return nil
 	}
+	if ap, err := netip.ParseAddrPort(ref); err == nil {
+		o.addr, o.addrPort = ap.Addr(), ap.Port()
+		return nil
+	}
+	if a, err := netip.ParseAddr(ref); err == nil {
+		o.addr = a
+		return nil
+	}
 	if kind, name, ok := strings.Cut(ref, "/"); ok {
 		switch strings.ToLower(kind) {
 		case "svc", "service", "services":
 		default:
-			return fmt.Errorf("explain takes a Service (svc/NAME) or a chain name, not %q", ref)
+			return fmt.Errorf("explain takes a Service (svc/NAME, NAME.NAMESPACE.svc, its IP or IP:PORT) or a chain name, not %q", ref)
 		}
 		ref = name
+	}
+	if ns, name, ok := correlate.ServiceDNSName(ref); ok {
+		// its DNS name says its namespace, whatever -n says
+		o.namespace, ref = ns, name
 	}
 	o.name = ref
 	if o.namespace != "" {
@@ -134,7 +154,7 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the options.
 func (o *ExplainOptions) Validate() error {
-	if !o.list && o.name == "" && o.chain == "" {
+	if !o.list && o.name == "" && o.chain == "" && !o.addr.IsValid() {
 		return fmt.Errorf("name the Service: explain svc/NAME")
 	}
 	if err := o.analysisOptions.Validate(); err != nil {
@@ -219,6 +239,17 @@ func (o *ExplainOptions) resolve(objs *correlate.Objects, node *diagnose.Node) e
 			return err
 		}
 		o.namespace, o.name, o.lookup = ns, name, &found[0]
+		if o.Port == "" {
+			o.Port = port
+		}
+	}
+	if o.addr.IsValid() && o.name == "" {
+		// An address is the cluster's, whatever namespace -n says.
+		svc, port, err := correlate.ServiceByAddress(objs, o.addr, o.addrPort)
+		if err != nil {
+			return err
+		}
+		o.namespace, o.name = svc.Namespace, svc.Name
 		if o.Port == "" {
 			o.Port = port
 		}
