@@ -312,7 +312,7 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 		problem(SeverityError, ProblemEmptyChain, []string{ep}, "endpoint chain %s of %s is empty (flushed by hand or by another program?): the kernel skips it, so %s gets no new connections and %s; kube-proxy rewrites it only when this Service's endpoints change or on its next full sync", c, ep, ep, emptiedShare(pp, c))
 	}
 	for _, ep := range orphaned {
-		problem(SeverityError, ProblemRemovedJump, []string{ep}, "endpoint chain %s of %s is there, but no rule sends new connections to it any more (deleted by hand or by another program?): %s gets no new connections%s; kube-proxy restores the jump only when this Service's endpoints change or on its next full sync", pp.OrphanChains[ep], ep, ep, orphanedShare(pp, len(orphaned)))
+		problem(SeverityError, ProblemRemovedJump, []string{ep}, "endpoint chain %s of %s is there, but no rule sends new connections to it any more (deleted by hand or by another program?): %s gets no new connections%s; kube-proxy restores the jump only when this Service's endpoints change or on its next full sync", pp.OrphanChains[ep], ep, ep, orphanedShare(pp))
 	}
 	for _, ep := range slices.Sorted(maps.Keys(pp.AffinityUnkept)) {
 		problem(SeverityError, ProblemAffinityUnkept, []string{ep}, "ClientIP affinity is not kept for %s: its endpoint chain records its clients, but no rule of %s sends a client with that record back to it (deleted by hand or by another program?): a returning client is spread over the endpoints as a new one is; kube-proxy restores the rule only when this Service's endpoints change or on its next full sync", ep, pp.AffinityUnkept[ep])
@@ -372,7 +372,7 @@ func judgeRouteOutcomes(pp *correlate.PortPath, kept []string, problem func(Seve
 			if o.Verdict != "drop" && o.Verdict != "reject" || o.Share < 1e-9 {
 				continue
 			}
-			verb := map[string]string{"drop": "dropped", "reject": "rejected"}[o.Verdict]
+			verb := verdictVerb(o.Verdict)
 			who := routeName(r)
 			switch {
 			case !o.KubeProxys:
@@ -398,23 +398,13 @@ func judgeRouteOutcomes(pp *correlate.PortPath, kept []string, problem func(Seve
 
 // orphanedShare says, when no route reaches any endpoint any more, where
 // the new connections go instead.
-func orphanedShare(pp *correlate.PortPath, orphaned int) string {
-	var lost []string
+func orphanedShare(pp *correlate.PortPath) string {
 	for _, r := range pp.Routes {
 		if len(r.Hops) > 0 {
 			return ""
 		}
-		for _, o := range r.Other {
-			if o.Share < 1e-9 || o.Via != "" {
-				continue
-			}
-			verb := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "accepted un-DNATed"}[o.Verdict]
-			if verb == "" {
-				verb = o.Verdict
-			}
-			lost = append(lost, fmt.Sprintf("%.1f%% of new connections to %s are %s by %s", o.Share*100, routeName(r), verb, o.Chain))
-		}
 	}
+	lost := lostShares(pp, func(o correlate.RouteOutcome) bool { return o.Via == "" })
 	if len(lost) == 0 {
 		return ""
 	}
@@ -437,27 +427,38 @@ func judgedChain(pp *correlate.PortPath, chain string) bool {
 // endpoint, or (nftables' vmap goto, the last of a cascade) out of the
 // service's chains to a verdict of its own.
 func emptiedShare(pp *correlate.PortPath, chain string) string {
-	var lost []string
-	for _, r := range pp.Routes {
-		for _, o := range r.Other {
-			if o.Via != chain || o.Share < 1e-9 {
-				continue
-			}
-			verb := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "accepted un-DNATed"}[o.Verdict]
-			if verb == "" {
-				verb = o.Verdict
-			}
-			where := " by " + o.Chain
-			if o.Verdict == "accept" && o.Rule == "" {
-				where = ""
-			}
-			lost = append(lost, fmt.Sprintf("%.1f%% of new connections to %s are %s%s", o.Share*100, routeName(r), verb, where))
-		}
-	}
+	lost := lostShares(pp, func(o correlate.RouteOutcome) bool { return o.Via == chain })
 	if len(lost) == 0 {
 		return "its share goes to the next endpoint"
 	}
 	return "its share is lost: " + strings.Join(lost, "; ")
+}
+
+// lostShares says, for the routes' outcomes other than a DNAT that keep
+// picks, which share of new connections gets which verdict where.
+func lostShares(pp *correlate.PortPath, keep func(correlate.RouteOutcome) bool) []string {
+	var lost []string
+	for _, r := range pp.Routes {
+		for _, o := range r.Other {
+			if o.Share < 1e-9 || !keep(o) {
+				continue
+			}
+			where := " by " + o.Chain
+			if o.Verdict == "accept" && o.Rule == "" {
+				where = "" // the end of the tables: nobody decided
+			}
+			lost = append(lost, fmt.Sprintf("%.1f%% of new connections to %s are %s%s", o.Share*100, routeName(r), verdictVerb(o.Verdict), where))
+		}
+	}
+	return lost
+}
+
+// verdictVerb says a verdict as what happens to the connections.
+func verdictVerb(v string) string {
+	if w, ok := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "accepted un-DNATed"}[v]; ok {
+		return w
+	}
+	return v
 }
 
 // walkedDNAT: some of the route's endpoints were reached by a DNAT the

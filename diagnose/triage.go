@@ -205,20 +205,7 @@ func Triage(n *Node) *TriageReport {
 				add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(s.Family)}, tag: tagHung, family: s.Family}, "kube-proxy is not syncing: %s", s.Reason)
 			}
 		}
-		blockers := blockingLeftovers(rep.Stale)
-		for _, f := range rep.Counts.Failures {
-			if f.Now == Unknown && blocksFamily(blockers, f.Family) {
-				f.Now, f.Evidence = FailingNow, "a sync is queued, and a leftover chain in the rules makes every restore fail"
-			}
-			switch f.Now {
-			case FailingNow:
-				add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(f.Family)}, tag: tagFailure, family: f.Family}, "%s = %v (%s): %s", f.Metric, f.Value, f.Evidence, f.Meaning)
-			case Recovered:
-				add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "sync", Subject: string(f.Family)}, tag: tagFailedBefore, family: f.Family}, "%s: failed %g time%s since kube-proxy started, not now: %s", f.Metric, f.Value, plural(int(f.Value)), f.Evidence)
-			default:
-				add(&raw{Finding: Finding{Severity: SeverityWarning, Area: "sync", Subject: string(f.Family)}, tag: tagFailedBefore, family: f.Family}, "%s: failed %g time%s since kube-proxy started; whether it fails now is not known: %s", f.Metric, f.Value, plural(int(f.Value)), f.Evidence)
-			}
-		}
+		failureRaws(rep, add)
 	}
 
 	rep.Findings = nonNil(groupByCause(n, rep, raws))
@@ -282,9 +269,7 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 	for _, f := range rep.Counts.Failures {
 		switch f.Metric {
 		case metrics.RestoreFailures, metrics.NFTSyncFailures:
-			// A sync queued and not yet run fails for sure when a chain
-			// in the rules blocks every restore (as the raws say).
-			if f.Now == FailingNow || f.Now == Unknown && blocksFamily(blockers, f.Family) {
+			if now, _ := currentFailure(f, blockers); now == FailingNow {
 				failing[f.Family] += f.Value
 			}
 		}
@@ -448,6 +433,38 @@ func familiesOf(failing map[kubeproxy.Family]float64, bs []blocker) []kubeproxy.
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// currentFailure is what a failure counter means now: as its counts
+// report says, except that a sync queued and not run yet fails for sure
+// when a leftover chain in the rules blocks every restore.
+func currentFailure(f FailureCount, blockers []blocker) (now, evidence string) {
+	if f.Now == Unknown && blocksFamily(blockers, f.Family) {
+		return FailingNow, "a sync is queued, and a leftover chain in the rules makes every restore fail"
+	}
+	return f.Now, f.Evidence
+}
+
+// failureRaws adds a finding for each failure counter above zero, as loud
+// as what it means now: an error while failing (the cause "kube-proxy's
+// syncs fail" claims it), a warning when not known, a note when
+// kube-proxy has recovered.
+func failureRaws(rep *TriageReport, add func(*raw, string, ...any)) {
+	blockers := blockingLeftovers(rep.Stale)
+	for _, f := range rep.Counts.Failures {
+		r := &raw{Finding: Finding{Area: "sync", Subject: string(f.Family)}, tag: tagFailedBefore, family: f.Family}
+		switch now, evidence := currentFailure(f, blockers); now {
+		case FailingNow:
+			r.Severity, r.tag = SeverityError, tagFailure
+			add(r, "%s = %v (%s): %s", f.Metric, f.Value, evidence, f.Meaning)
+		case Recovered:
+			r.Severity = SeverityInfo
+			add(r, "%s: failed %g time%s since kube-proxy started, not now: %s", f.Metric, f.Value, plural(int(f.Value)), evidence)
+		default:
+			r.Severity = SeverityWarning
+			add(r, "%s: failed %g time%s since kube-proxy started; whether it fails now is not known: %s", f.Metric, f.Value, plural(int(f.Value)), evidence)
+		}
+	}
 }
 
 // blocksFamily: a leftover chain blocks the restores of fam.

@@ -196,9 +196,18 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 			fmt.Fprintln(out, "  "+wrapIndent(line, t.Width-4, 4))
 		}
 	}
-	for _, f := range rep.Failures {
-		// The counter is kube-proxy's lifetime; its state now says how
-		// loud to be.
+	renderFailures(out, t, rep.Failures)
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, wrapIndent("note: "+n, t.Width-2, 2))
+	}
+	return nil
+}
+
+// renderFailures says each failure counter with its state now: the counter
+// is kube-proxy's lifetime, its state says how loud to be.
+func renderFailures(out io.Writer, t *Terminal, failures []diagnose.FailureCount) {
+	st := t.styles()
+	for _, f := range failures {
 		label := st.bad.Render("failing")
 		switch f.Now {
 		case diagnose.Recovered:
@@ -208,8 +217,4 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 		}
 		fmt.Fprintln(out, label+" "+wrapIndent(fmt.Sprintf("%s{%s} = %v since kube-proxy started, %s now (%s): %s", f.Metric, f.Family, f.Value, f.Now, f.Evidence, f.Meaning), t.Width-8, 8))
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintln(out, wrapIndent("note: "+n, t.Width-2, 2))
-	}
-	return nil
 }
