@@ -286,3 +286,110 @@ func (e expectation) unknown(sp *ServicePort) bool {
 	}
 	return !sp.InternalLocal || hasExternal(sp) && !sp.ExternalLocal
 }
+
+// TopologyFit is what a port's cluster-traffic rules say of the node that
+// wrote them: the zones and nodes whose hints select exactly the endpoints
+// the rules reach, where the hints tell nodes apart.
+type TopologyFit struct {
+	// Zones: every ready endpoint has a zone hint, and the rules hold
+	// exactly those hinted for each of these zones (fewer than all).
+	Zones []string
+	// Nodes: the same for node hints (PreferSameNode).
+	Nodes []string
+	// Endpoints are the endpoints the rules reach.
+	Endpoints []string
+	// Agrees: they are the endpoints kube-proxy programs on the node the
+	// explanation was made for; Undecided: that cannot be told (the node,
+	// or its zone, is not known).
+	Agrees, Undecided bool
+}
+
+// TopologyFit says which zones' and nodes' hints select exactly the
+// endpoints pp's cluster-traffic routes reach. It is nil where the rules
+// tell nothing of the node: no hints on some ready endpoint, a selection
+// every zone or node would make alike (all endpoints), a walk cut short,
+// or rules that reach an endpoint that is not ready (drift, the
+// terminating fallback) or none at all.
+func (pp *PortPath) TopologyFit() *TopologyFit {
+	var ready []*Endpoint
+	for _, ep := range pp.exp.byEndpoint {
+		if ep.Ready {
+			if len(ep.ZoneHints) == 0 && len(ep.NodeHints) == 0 {
+				return nil // kube-proxy ignores the hints on every node
+			}
+			ready = append(ready, ep)
+		}
+	}
+	reached := map[string]bool{}
+	for _, r := range pp.Routes {
+		if r.Truncated {
+			return nil
+		}
+		if n := len(r.Chains); n > 0 && kubeproxy.HasAnyPrefix(r.Chains[n-1], kubeproxy.PrefixLocal, kubeproxy.NFTPrefixLocal) {
+			continue // Local policy: hints do not apply
+		}
+		for _, h := range r.Hops {
+			if h.Endpoint != "" {
+				reached[h.Endpoint] = true
+			}
+		}
+	}
+	if len(reached) == 0 {
+		return nil
+	}
+	for s := range reached {
+		if ep := pp.exp.byEndpoint[s]; ep == nil || !ep.Ready {
+			return nil
+		}
+	}
+	fit := &TopologyFit{
+		Zones: hintsSelecting(ready, reached, func(ep *Endpoint) []string { return ep.ZoneHints }),
+		Nodes: hintsSelecting(ready, reached, func(ep *Endpoint) []string { return ep.NodeHints }),
+	}
+	if len(fit.Zones) == 0 && len(fit.Nodes) == 0 {
+		return nil
+	}
+	for s := range reached {
+		fit.Endpoints = append(fit.Endpoints, s)
+	}
+	slices.Sort(fit.Endpoints)
+	fit.Undecided = pp.exp.topology == TopologyUnknown
+	fit.Agrees = !fit.Undecided && len(pp.exp.cluster) == len(reached)
+	for s := range pp.exp.cluster {
+		fit.Agrees = fit.Agrees && reached[s]
+	}
+	return fit
+}
+
+// hintsSelecting lists the hint values (zones or nodes) for which
+// kube-proxy would program exactly the reached endpoints: every ready
+// endpoint carries such a hint, and those naming the value are the
+// reached ones, a strict subset of the ready ones.
+func hintsSelecting(ready []*Endpoint, reached map[string]bool, hints func(*Endpoint) []string) []string {
+	if len(reached) >= len(ready) {
+		return nil
+	}
+	// count: the ready endpoints hinted for each value, and of them
+	// those the rules reach; a value selects the reached ones when the
+	// two are all of them.
+	count, inRules := map[string]int{}, map[string]int{}
+	for _, ep := range ready {
+		if len(hints(ep)) == 0 {
+			return nil
+		}
+		for _, h := range hints(ep) {
+			count[h]++
+			if reached[ep.String()] {
+				inRules[h]++
+			}
+		}
+	}
+	var out []string
+	for h, n := range count {
+		if n == len(reached) && inRules[h] == n {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

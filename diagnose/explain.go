@@ -40,6 +40,7 @@ func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation,
 		return nil, err
 	}
 	rep, unchecked := judgeOn(n, ex)
+	otherNode(n, rep)
 	rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
 	rep.NotChecked = append(explainGaps(n, ex), unchecked...)
 	rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
@@ -72,6 +73,7 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 			continue
 		}
 		rep, unchecked := judgeOn(n, ex)
+		otherNode(n, rep)
 		rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
 		rep.NotChecked = append(explainGaps(n, ex), unchecked...)
 		rep.Status = verdict(rep.hasProblems(), rep.NotChecked)

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
@@ -180,4 +182,144 @@ func addEndpoint(t *testing.T, objs *correlate.Objects, ns, svc, ip, node string
 		return
 	}
 	t.Fatalf("no IPv4 slice of %s/%s", ns, svc)
+}
+
+// withoutServices drops the Services (and their slices) named, so that
+// the evidence they give is gone.
+func withoutServices(objs *correlate.Objects, ns string, names ...string) {
+	objs.Services = slices.DeleteFunc(objs.Services, func(s *corev1.Service) bool { return s.Namespace == ns && slices.Contains(names, s.Name) })
+	objs.EndpointSlices = slices.DeleteFunc(objs.EndpointSlices, func(s *discoveryv1.EndpointSlice) bool {
+		return s.Namespace == ns && slices.Contains(names, s.Labels[discoveryv1.LabelServiceName])
+	})
+	objs.Add(&correlate.Objects{}) // drop the cached service ports
+}
+
+// inZone puts the Node named (a new one when there is none) in zone.
+func inZone(objs *correlate.Objects, node, zone string) {
+	if n := objs.Node(node); n != nil {
+		n.Labels[corev1.LabelTopologyZone] = zone
+		return
+	}
+	n := &corev1.Node{}
+	n.Name, n.Labels = node, map[string]string{corev1.LabelTopologyZone: zone}
+	objs.Add(&correlate.Objects{Other: []runtime.Object{n}})
+}
+
+// node-a's dump (zone-a) judged as another node's: the endpoints its
+// zone-hinted and PreferSameNode Services program say whose it is, said
+// once, with every disagreement of those Services as its symptom; on the
+// right node, or where nothing tells the nodes apart, nothing is said.
+func TestTopologyTellsAnotherNode(t *testing.T) {
+	dir := fixture.Dir("topology-v1.37")
+	local := []string{"zonal-local", "zonal-lb"}             // Local-policy evidence
+	sameNode := []string{"same-node", "same-node-elsewhere"} // node hints
+	for _, tc := range []struct {
+		name       string
+		node       string
+		nodes      bool              // nodes.json given
+		zones      map[string]string // node → zone, changed or added
+		drop       []string          // Services left out of the objects
+		first      string            // the identity finding; "" for none
+		evidence   []string          // in it
+		notInIt    []string          // not in it
+		notChecked string            // in a gap
+	}{
+		{name: "right node", node: "node-a", nodes: true},
+		{name: "right node, zone not known", node: "node-a"},
+		{name: "another zone", node: "node-b", nodes: true, first: "the dump is of node node-a, not node-b",
+			evidence: []string{"Local-policy chains of 2 Services", "node hints (topo/same-node) hold the endpoints hinted for node-a", "hold the endpoints hinted for zone-a, none those for node-b's zone (zone-b)"}},
+		{name: "another zone, only zones tell", node: "node-c", nodes: true, drop: append(local, sameNode...), first: "the dump is of node node-a, not node-c",
+			evidence: []string{"Services with zone hints", "none those for node-c's zone (zone-c), and node-a is the only Node in zone-a"}, notInIt: []string{"Local-policy chains", "node hints"}},
+		{name: "another zone of two nodes, only zones tell", node: "node-b", nodes: true, zones: map[string]string{"node-d": "zone-a"}, drop: append(local, sameNode...),
+			first: "the dump is of a node in zone-a, not node-b", evidence: []string{"none those for node-b's zone (zone-b)"}, notInIt: []string{"only Node"}},
+		{name: "same zone, only PreferSameNode tells", node: "node-b", nodes: true, zones: map[string]string{"node-b": "zone-a"}, drop: local,
+			first: "the dump is of node node-a, not node-b", evidence: []string{"node hints (topo/same-node) hold the endpoints hinted for node-a"}, notInIt: []string{"zone hints"}},
+		{name: "same zone, nothing tells", node: "node-d", nodes: true, zones: map[string]string{"node-d": "zone-a"}, drop: local},
+		{name: "zone not known", node: "node-b", first: "the dump is of node node-a, not node-b",
+			evidence: []string{"Local-policy chains", "node hints (topo/same-node)"}, notInIt: []string{"zone hints"}},
+		{name: "zone not known, only zones could tell", node: "node-b", drop: append(local, sameNode...),
+			notChecked: "that the dump is node-b's, by the zone its rules were written for (the rules of 4 Services with zone hints"},
+	} {
+		for _, form := range fixture.Forms(t, dir) {
+			t.Run(tc.name+"/"+form.Name, func(t *testing.T) {
+				objs := topologyObjects(t, tc.nodes)
+				for node, zone := range tc.zones {
+					inZone(objs, node, zone)
+				}
+				withoutServices(objs, "topo", tc.drop...)
+				rep := diagnose.Triage(&diagnose.Node{Name: tc.node, Ruleset: fixture.ReadFiles(t, form.Files...), Objects: objs})
+				for i, f := range rep.Findings {
+					if f.Area == "stale" {
+						continue // the chains of the Services left out
+					}
+					if i > 0 || tc.first == "" || f.Area != "identity" {
+						if f.Severity != diagnose.SeverityInfo {
+							t.Errorf("finding %d: %s %s %s: %s", i, f.Severity, f.Area, f.Subject, f.Message)
+						}
+						continue
+					}
+					if f.Title != tc.first {
+						t.Errorf("identity %q, want %q", f.Title, tc.first)
+					}
+					for _, s := range tc.evidence {
+						if !strings.Contains(f.Message, s) {
+							t.Errorf("identity lacks %q: %s", s, f.Message)
+						}
+					}
+					for _, s := range tc.notInIt {
+						if strings.Contains(f.Message, s) {
+							t.Errorf("identity has %q: %s", s, f.Message)
+						}
+					}
+				}
+				if tc.first != "" && (len(rep.Findings) == 0 || rep.Findings[0].Area != "identity") {
+					t.Errorf("no identity finding first: %+v", rep.Findings)
+				}
+				if tc.notChecked != "" && !slices.ContainsFunc(rep.NotChecked, func(g diagnose.Gap) bool { return strings.Contains(g.Check, tc.notChecked) }) {
+					t.Errorf("not checked %+v, want %q", rep.NotChecked, tc.notChecked)
+				}
+			})
+		}
+	}
+}
+
+// explain of one Service of node-a's dump, judged as another node's: its
+// own rules say so once, instead of endpoints missing and unexpected.
+func TestTopologyExplainAnotherNode(t *testing.T) {
+	dir := fixture.Dir("topology-v1.37")
+	for _, tc := range []struct {
+		svc, node string
+		nodes     bool
+		other     string // the problem's start; "" for no problem at all
+	}{
+		{"zonal", "node-a", true, ""},
+		{"zonal", "node-b", true, "the dump is of node node-a, not node-b: the rules of 1 Service with zone hints (topo/zonal) hold the endpoints hinted for zone-a, none those for node-b's zone (zone-b)"},
+		{"same-node", "node-b", false, "the dump is of node node-a, not node-b: the rules of 1 Service with node hints (topo/same-node)"},
+		{"zonal-local", "node-c", true, "the dump is of node node-a, not node-c: the Local-policy chains of 1 Service (topo/zonal-local)"},
+		{"zonal", "node-b", false, ""}, // the zone not known: notes only
+	} {
+		for _, form := range fixture.Forms(t, dir) {
+			t.Run(tc.svc+"/"+tc.node+"/"+form.Name, func(t *testing.T) {
+				n := &diagnose.Node{Name: tc.node, Ruleset: fixture.ReadFiles(t, form.Files...), Objects: topologyObjects(t, tc.nodes)}
+				ex, err := diagnose.ExplainService(n, "topo", tc.svc, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []diagnose.Problem
+				for _, pp := range ex.Ports {
+					for _, p := range pp.Problems {
+						if p.Severity != diagnose.SeverityInfo {
+							got = append(got, p)
+						}
+					}
+				}
+				switch {
+				case tc.other == "" && len(got) > 0:
+					t.Errorf("problems %+v", got)
+				case tc.other != "" && (len(got) != 1 || got[0].Kind != diagnose.ProblemOtherNode || !strings.HasPrefix(got[0].Message, tc.other)):
+					t.Errorf("problems %+v, want one %s starting %q", got, diagnose.ProblemOtherNode, tc.other)
+				}
+			})
+		}
+	}
 }

@@ -215,6 +215,7 @@ func Triage(n *Node) *TriageReport {
 	all := n.gaps()
 	rep.NotChecked = gapsOf(all, gapObjects, gapFamily, gapFilter, gapMetrics, gapConfig, gapTopology, gapLocalPolicy, gapScope, gapPartial)
 	rep.NotChecked = append(rep.NotChecked, walkGaps...)
+	rep.NotChecked = append(rep.NotChecked, rep.Identity.unchecked...)
 	rep.Status = verdict(rep.Summary[SeverityError]+rep.Summary[SeverityWarning] > 0, rep.NotChecked)
 	rep.Verdict = triageVerdict(rep)
 	return rep
@@ -256,10 +257,8 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 		claim(&c, func(r *raw) bool { return r.local && (r.tag == tagDrift || r.tag == tagService) })
 		causes = append(causes, c)
 	case id.Mismatch:
-		c := Finding{Severity: SeverityError, Area: "identity", Subject: id.Given, Title: fmt.Sprintf("the dump is of node %s, not %s", id.Inferred, id.Given),
-			Message: fmt.Sprintf("the dump is of node %s, not %s: %s; every Local-policy verdict below is judged for %s and is wrong if the dump is %s's", id.Inferred, id.Given, id.Evidence, id.Given, id.Inferred),
-			Remedy:  fmt.Sprintf("pass --node %s, or the dump of %s", id.Inferred, id.Given)}
-		claim(&c, func(r *raw) bool { return r.local && (r.tag == tagDrift || r.tag == tagService) })
+		c := id.mismatchCause()
+		claim(&c, func(r *raw) bool { return id.explains(r) && (r.tag == tagDrift || r.tag == tagService) })
 		causes = append(causes, c)
 	}
 
