@@ -274,6 +274,7 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		chain *inspect.IPChain
 	}
 	var serviceChains, endpointChains []pending
+	var legacy []*ServicePort // whose service chains have the pre-1.19 names
 	// The rules that jump to each chain, built only when a chain cannot be
 	// attributed by its hash alone.
 	var parents map[string][]jumpRef
@@ -326,26 +327,8 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 			endpointChains = append(endpointChains, pending{int32(len(out) - 1), c})
 			continue
 		}
-		if sp := idx.byHash[hash]; sp != nil {
-			o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceHash
-			// kube-proxy ≥1.24 never writes KUBE-XLB-: whatever its hash
-			// says, no current kube-proxy owns it.
-			o.Stale = haveObjects && strings.HasPrefix(c.Name, kubeproxy.PrefixXLB)
-		} else if sp := idx.byLegacy[hash]; sp != nil {
-			o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceLegacyHash
-		} else {
-			o.Stale = haveObjects
-			o.ServicePort, o.Protocol = commentedOwner(c.Rules, hash)
-			if o.ServicePort == "" {
-				for _, j := range parentsOf(c.Name) {
-					if o.ServicePort, o.Protocol = commentedOwner([]*inspect.IPRule{j.rule}, hash); o.ServicePort != "" {
-						break
-					}
-				}
-			}
-			if o.ServicePort != "" {
-				o.Evidence = EvidenceComment
-			}
+		if sp := idx.serviceOwner(&o, c, hash, haveObjects, parentsOf); sp != nil {
+			legacy = append(legacy, sp)
 		}
 		out = append(out, o)
 		serviceChains = append(serviceChains, pending{int32(len(out) - 1), c})
@@ -354,10 +337,6 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 	// The SVC, SVL, EXT and FW chains of a service port share one hash: a
 	// chain without a comment of its own (SVL in large-cluster mode) takes
 	// the owner its siblings proved.
-	type owner struct {
-		servicePort, protocol string
-		evidence              Evidence
-	}
 	byHash := map[string]owner{}
 	for _, pc := range serviceChains {
 		if o := &out[pc.out]; o.ServicePort != "" {
@@ -374,20 +353,65 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		}
 	}
 
-	var owners map[string]*ChainOwner // built on first need
-	ownerOf := func(chain string) *ChainOwner {
+	ownerOf := ownersOf(out[first:])
+	candidateList := idx.candidateOwners(byHash)
+	lk := endpointLookups{parentsOf: parentsOf, ownerOf: ownerOf, candidates: candidateList, legacy: idx.legacyEndpoints(legacy), pre119: len(legacy) > 0}
+	for _, pc := range endpointChains {
+		idx.endpointOwner(&out[pc.out], pc.chain, haveObjects, lk)
+	}
+	return out
+}
+
+// serviceOwner attributes a per-service-port chain (SVC, SVL, EXT, FW,
+// XLB) by its hash, its pre-1.19 hash (the service port is returned), or
+// a comment on it or on a jump to it (stale).
+func (idx *index) serviceOwner(o *ChainOwner, c *inspect.IPChain, hash string, haveObjects bool, parentsOf func(string) []jumpRef) (legacy *ServicePort) {
+	if sp := idx.byHash[hash]; sp != nil {
+		o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceHash
+		// kube-proxy ≥1.24 never writes KUBE-XLB-: whatever its hash
+		// says, no current kube-proxy owns it.
+		o.Stale = haveObjects && strings.HasPrefix(c.Name, kubeproxy.PrefixXLB)
+		return nil
+	}
+	if sp := idx.byLegacy[hash]; sp != nil {
+		o.ServicePort, o.Protocol, o.Evidence = sp.String(), string(sp.Protocol), EvidenceLegacyHash
+		return sp
+	}
+	o.Stale = haveObjects
+	o.ServicePort, o.Protocol = commentedOwner(c.Rules, hash)
+	if o.ServicePort == "" {
+		for _, j := range parentsOf(c.Name) {
+			if o.ServicePort, o.Protocol = commentedOwner([]*inspect.IPRule{j.rule}, hash); o.ServicePort != "" {
+				break
+			}
+		}
+	}
+	if o.ServicePort != "" {
+		o.Evidence = EvidenceComment
+	}
+	return nil
+}
+
+// ownersOf finds a chain's entry among chains, indexing them on first need.
+func ownersOf(chains []ChainOwner) func(chain string) *ChainOwner {
+	var owners map[string]*ChainOwner
+	return func(chain string) *ChainOwner {
 		if owners == nil {
-			owners = make(map[string]*ChainOwner, len(out)-first)
-			for i := first; i < len(out); i++ {
-				owners[out[i].Chain] = &out[i]
+			owners = make(map[string]*ChainOwner, len(chains))
+			for i := range chains {
+				owners[chains[i].Chain] = &chains[i]
 			}
 		}
 		return owners[chain]
 	}
-	// Service ports an orphaned endpoint chain may have belonged to: the
-	// current ones and those this table still names.
+}
+
+// candidateOwners lists, on first need, the service ports an orphaned
+// endpoint chain may have belonged to: the current ones and those the
+// table's service chains still name (byHash).
+func (idx *index) candidateOwners(byHash map[string]owner) func() []owner {
 	var candidates []owner
-	candidateList := func() []owner {
+	return func() []owner {
 		if candidates != nil {
 			return candidates
 		}
@@ -408,59 +432,6 @@ func (idx *index) iptables(all []ChainOwner, t *inspect.IPTable, haveObjects boo
 		}
 		return candidates
 	}
-	for _, pc := range endpointChains {
-		o, c := &out[pc.out], pc.chain
-		if ref, ok := idx.byEndpoint[chainHash(pc.chain.Name)]; ok {
-			o.ServicePort, o.Protocol, o.Endpoint = ref.sp.String(), string(ref.sp.Protocol), ref.endpoint
-			o.Evidence = EvidenceHash
-			continue
-		}
-		o.Stale = haveObjects
-		proto := ruleProtocol(c)
-		o.Protocol = strings.ToUpper(proto)
-		if o.Endpoint == "" {
-			continue // no DNAT target to hash (nft lists some ip6 DNATs without it)
-		}
-		try := func(spn, p string, ev Evidence) bool {
-			if proto != "" && !strings.EqualFold(p, proto) || EndpointHash(spn, p, o.Endpoint) != chainHash(pc.chain.Name) {
-				return false
-			}
-			o.ServicePort, o.Protocol, o.Evidence = spn, strings.ToUpper(p), ev|EvidenceDNAT
-			return true
-		}
-		found := false
-		// The service port of a chain that jumps here.
-		for _, j := range parentsOf(o.Chain) {
-			if po := ownerOf(j.chain); po != nil && po.ServicePort != "" && try(po.ServicePort, po.Protocol, EvidenceJump) {
-				found = true
-				break
-			}
-		}
-		// A comment in the chain or on a jump to it.
-		if !found {
-			rules := append([]*inspect.IPRule{}, c.Rules...)
-			for _, j := range parentsOf(o.Chain) {
-				rules = append(rules, j.rule)
-			}
-			for _, r := range rules {
-				if spn, ok := commentServicePort(r.Comment); ok {
-					if found = tryProtocols(spn, proto, func(spn, p string) bool { return try(spn, p, EvidenceComment) }); found {
-						break
-					}
-				}
-			}
-		}
-		// Any service port known from the objects or the table: the endpoint
-		// is gone, the Service (or its chains) not.
-		if !found {
-			for _, ow := range candidateList() {
-				if try(ow.servicePort, ow.protocol, 0) {
-					break
-				}
-			}
-		}
-	}
-	return out
 }
 
 // chainHash is the 16-character hash at the end of a per-service chain

@@ -34,7 +34,19 @@ func PortProtoHash(servicePortName, protocol string) string {
 // LegacyPortProtoHash is the hash kube-proxy before 1.19 used for an
 // unnamed port, which it rendered with a trailing colon ("ns/name:").
 func LegacyPortProtoHash(namespace, name, protocol string) string {
-	return hash16(namespace+"/"+name+":", strings.ToLower(protocol), "")
+	return hash16(LegacyServicePortName(namespace, name, ""), strings.ToLower(protocol), "")
+}
+
+// LegacyServicePortName is ServicePortName.String() before 1.19
+// (fmt "%s:%s"): "ns/name:port", and "ns/name:" for an unnamed port.
+func LegacyServicePortName(namespace, name, portName string) string {
+	return namespace + "/" + name + ":" + portName
+}
+
+// LegacyEndpointHash is KUBE-SEP's hash before 1.19: an unnamed port's
+// endpoint chains, like its service chains, hash "ns/name:".
+func LegacyEndpointHash(namespace, name, protocol, endpoint string) string {
+	return hash16(LegacyServicePortName(namespace, name, ""), strings.ToLower(protocol), endpoint)
 }
 
 // EndpointHash is the 16 characters of KUBE-SEP-: the service port, the

@@ -1,8 +1,12 @@
 package correlate
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
 	"testing"
 
+	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
@@ -156,5 +160,89 @@ func TestParseNFTNameRejects(t *testing.T) {
 	n, ok := ParseNFTName("service-AAAAAAAA-ns1/svc1/tcp/p80")
 	if !ok || n.HashOK {
 		t.Errorf("forged hash: ok=%v HashOK=%v", ok, n.HashOK)
+	}
+}
+
+// pre119Hash is kube-proxy v1.18's portProtoHash / servicePortEndpointChainName
+// hash, spelled out independently of hash16: base32std(sha256(s))[:16],
+// where s is ServicePortName.String() (v1.18: fmt "%s:%s", so "ns/name:"
+// for an unnamed port), the lower-case protocol and, for KUBE-SEP, the
+// endpoint "ip:port".
+func pre119Hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base32.StdEncoding.EncodeToString(sum[:])[:16]
+}
+
+// A v1.18 node: the chains of a Service with an unnamed port, in the shape
+// v1.18's syncProxyRules wrote them (pkg/proxy/iptables/proxier.go:
+// "ns/name: cluster IP" on KUBE-SERVICES, the bare service port name on
+// the KUBE-SVC and KUBE-SEP rules unless more than 1000 endpoint chains
+// dropped those comments), and one endpoint the slices no longer list.
+func TestPre119UnnamedPortEndpointChains(t *testing.T) {
+	svc := "KUBE-SVC-" + pre119Hash("default/web:tcp")
+	sep := func(ep string) string { return "KUBE-SEP-" + pre119Hash("default/web:tcp"+ep) }
+	const objects = `{"apiVersion":"v1","kind":"List","items":[
+{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"default"},
+ "spec":{"type":"ClusterIP","clusterIP":"10.96.0.50","clusterIPs":["10.96.0.50"],"ports":[{"port":80,"protocol":"TCP","targetPort":8080}]}},
+{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"web-abcde","namespace":"default","labels":{"kubernetes.io/service-name":"web"}},
+ "addressType":"IPv4","ports":[{"name":"","port":8080,"protocol":"TCP"}],
+ "endpoints":[{"addresses":["10.244.1.5"],"conditions":{"ready":true}},{"addresses":["10.244.2.6"],"conditions":{"ready":true}}]}]}`
+	objs, err := ReadObjects(strings.NewReader(objects), "objects.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := func(comments bool) string {
+		c := func(s string) string {
+			if !comments {
+				return ""
+			}
+			return " -m comment --comment " + s
+		}
+		var b strings.Builder
+		b.WriteString("*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-MARK-MASQ - [0:0]\n:" + svc + " - [0:0]\n")
+		eps := []string{"10.244.1.5:8080", "10.244.2.6:8080", "10.244.3.7:8080"}
+		for _, ep := range eps {
+			b.WriteString(":" + sep(ep) + " - [0:0]\n")
+		}
+		b.WriteString("-A KUBE-SERVICES -m comment --comment \"default/web: cluster IP\" -m tcp -p tcp -d 10.96.0.50/32 --dport 80 -j " + svc + "\n")
+		for i, ep := range eps {
+			prob := []string{" -m statistic --mode random --probability 0.3333333333", " -m statistic --mode random --probability 0.5000000000", ""}[i]
+			b.WriteString("-A " + svc + c("default/web:") + prob + " -j " + sep(ep) + "\n")
+			ip, _, _ := strings.Cut(ep, ":")
+			b.WriteString("-A " + sep(ep) + c("default/web:") + " -s " + ip + "/32 -j KUBE-MARK-MASQ\n")
+			b.WriteString("-A " + sep(ep) + c("default/web:") + " -m tcp -p tcp -j DNAT --to-destination " + ep + "\n")
+		}
+		b.WriteString("COMMIT\n")
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name     string
+		comments bool
+	}{{"small cluster (comments)", true}, {"over 1000 endpoint chains (no comments)", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := input.Read(strings.NewReader(rules(tc.comments)), "restore.txt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]ChainOwner{}
+			for _, o := range Attribute(in.Ruleset, objs).Chains {
+				got[o.Chain] = o
+			}
+			for _, want := range []struct {
+				chain, endpoint string
+				stale           bool
+			}{
+				{svc, "", false},
+				{sep("10.244.1.5:8080"), "10.244.1.5:8080", false},
+				{sep("10.244.2.6:8080"), "10.244.2.6:8080", false},
+				{sep("10.244.3.7:8080"), "10.244.3.7:8080", true}, // gone from the slices: stale, its owner known
+			} {
+				o := got[want.chain]
+				if o.ServicePort != "default/web" || o.Endpoint != want.endpoint || o.Stale != want.stale || o.Evidence&EvidenceLegacyHash == 0 {
+					t.Errorf("%s: owner %q endpoint %q stale %v evidence %s; want default/web %q stale %v hash-pre-1.19",
+						want.chain, o.ServicePort, o.Endpoint, o.Stale, o.Evidence, want.endpoint, want.stale)
+				}
+			}
+		})
 	}
 }
