@@ -28,6 +28,10 @@ func TestDetect(t *testing.T) {
 		{"add table ip kube-proxy { comment \"rules for kube-proxy\" ; }\n", inspect.FormatKnftablesDump},
 		{"# HELP kubeproxy_sync_proxy_rules_iptables_total x\n", inspect.FormatMetrics},
 		{"kubeproxy_sync_proxy_rules_iptables_total{table=\"nat\"} 72\n", inspect.FormatMetrics},
+		// Prompts of common styles before the output (issue 28, item 1).
+		{"(⎈|kind-kind:default) [root@node-a ~]# iptables -t nat -S\n-P PREROUTING ACCEPT\n", inspect.FormatIPTablesRules},
+		{"user@laptop ~ % sudo iptables -t nat -L -n\nChain PREROUTING (policy ACCEPT)\n", inspect.FormatIPTablesList},
+		{"➜  ~ iptables-save -t nat\n:PREROUTING ACCEPT [0:0]\n", inspect.FormatIPTablesExcerpt},
 	}
 	for _, tc := range tests {
 		if got, err := input.Detect([]byte(tc.head)); err != nil || got != tc.want {

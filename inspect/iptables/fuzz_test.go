@@ -77,11 +77,34 @@ func FuzzReadListing(f *testing.F) {
 func FuzzReadPaste(f *testing.F) {
 	f.Add("$ iptables -t nat -S KUBE-SVC-A\r\n-N KUBE-SVC-A\r\n-A KUBE-SVC-A -j KUBE-SEP-B\r\nsome text\r\n# iptables -L -n\r\nChain INPUT (policy DROP)\r\ntarget prot opt source destination\r\nACCEPT all -- 0.0.0.0/0 0.0.0.0/0\r\n*nat\r\n:KUBE-SEP-B - [0:0]\r\nCOMMIT\r\n....\r\n", "")
 	f.Add("[root@h ~]# ip6tables -t mangle -nvL | grep X\n    0 0 X 0 -- * * ::/0 ::/0\n", "nat")
+	f.Add("(⎈|kind-kind:default) [root@node-a ~]# iptables -t nat -S\n-P PREROUTING ACCEPT\n-P INPUT ACCEPT\n-P OUTPUT ACCEPT\n-P POSTROUTING ACCEPT\n-N AWS-CONNMARK-CHAIN-0\n-A AWS-CONNMARK-CHAIN-0 -j CONNMARK --set-xmark 0x80/0x80\n", "")
+	f.Add(":PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:AWS-SNAT-CHAIN-0 - [0:0]\n-A POSTROUTING -j AWS-SNAT-CHAIN-0\nCOMMIT\n➜  ~ iptables -S\n-P INPUT ACCEPT\n", "")
 	f.Fuzz(func(t *testing.T, s, table string) {
 		opts := Options{}
 		if tableBits[table] != 0 {
 			opts.Table = table
 		}
 		checkModel(t, s, opts)
+	})
+}
+
+// FuzzParseCommandLine: prompts of every style, and lines that only look
+// like one; a recognised command line has a command.
+func FuzzParseCommandLine(f *testing.F) {
+	for _, s := range []string{
+		"(⎈|kind-kind:default) [root@node-a ~]# iptables -t nat -S", "➜  repo git:(main) ✗ sudo iptables -L -n",
+		"user@host ~ % iptables-save -t nat", "~/src ❯ ip6tables -S", "node-a:~ # iptables -t nat -S",
+		"(venv) user@host:~/repo (main)$ iptables -S", "((( ➜", "➜", "(x) ➜ ✗", "❯", "a:~ % ❯ #",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cmd, ok := parseCommandLine(s)
+		if ok && strings.TrimSpace(cmd.text) == "" {
+			t.Fatalf("%q: a command line without a command", s)
+		}
+		if !ok && cmd != (command{}) {
+			t.Fatalf("%q: not a command line, but %+v", s, cmd)
+		}
 	})
 }

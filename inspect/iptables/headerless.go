@@ -151,6 +151,39 @@ func segments(items []item) []segment {
 	return out
 }
 
+// sectionSegments: the pieces of a section and their tables. A section
+// that lists a whole table (the policies of exactly its built-in chains, as
+// -S, -L and iptables-save print them) is that table, whatever foreign
+// chains and targets it holds, unless what iptables or kube-proxy's names
+// fix says otherwise (two tables' outputs run together).
+func sectionSegments(items []item, fixed string) []segment {
+	if fixed != "" {
+		return []segment{{items: items, tables: tableBits[fixed]}}
+	}
+	policies := map[string]bool{}
+	for i := range items {
+		if items[i].kind == itemPolicy {
+			policies[items[i].chain] = true
+		}
+	}
+	whole, ok := wholeTable(policies)
+	if !ok {
+		return segments(items)
+	}
+	bit := tableBits[whole]
+	for i := range items {
+		it := &items[i]
+		ev := kubeChainEvidence(it.chain)
+		if it.kind == itemRule {
+			ev = kubeRuleEvidence(it.chain, it.rule)
+		}
+		if ev&bit == 0 {
+			return segments(items)
+		}
+	}
+	return []segment{{items: items, tables: bit}}
+}
+
 // placeHeaderless puts every section's items into tables.
 func (p *parser) placeHeaderless() {
 	for _, s := range p.sections {
@@ -170,12 +203,7 @@ func (p *parser) placeSection(s *section) {
 		p.formTables = map[inspect.Format]bool{}
 	}
 	p.formTables[s.form] = p.formTables[s.form] || fixed == ""
-	var segs []segment
-	if fixed != "" {
-		segs = []segment{{items: s.items, tables: tableBits[fixed]}}
-	} else {
-		segs = segments(s.items)
-	}
+	segs := sectionSegments(s.items, fixed)
 	sectionFamily := itemsFamily(s.items)
 	for _, seg := range segs {
 		policies := map[string]bool{}

@@ -64,9 +64,8 @@ var tableBuiltins = []struct {
 }
 
 // chainTables are the tables a chain of that name lives in: kube-proxy's
-// and the kubelet's (pkg/proxy/iptables/proxier.go, kubelet_network_linux.go),
-// IPVS mode's, and a few other writers common in posted dumps (AWS VPC CNI,
-// Calico, flannel, Docker, CNI portmap). Unknown chains could be anywhere.
+// and the kubelet's (pkg/proxy/iptables/proxier.go, kubelet_network_linux.go)
+// and IPVS mode's. Unknown chains could be anywhere.
 var chainTables = map[string]tableSet{
 	kubeproxy.ChainServices:         inNAT | inFilter,
 	kubeproxy.ChainNodePorts:        inNAT | inFilter,
@@ -80,23 +79,12 @@ var chainTables = map[string]tableSet{
 	kubeproxy.ChainProxyCanary:      inMangle | inNAT | inFilter,
 	kubeproxy.ChainKubeletCanary:    inMangle | inNAT | inFilter,
 	kubeproxy.ChainIPTablesHint:     inMangle,
-	kubeproxy.ChainIPVSNodePort:     inNAT,
+	kubeproxy.ChainIPVSNodePort:     inNAT | inFilter, // pkg/proxy/ipvs: iptablesChains
 	kubeproxy.ChainIPVSLoadBalancer: inNAT,
-	kubeproxy.ChainIPVSSourceRanges: inNAT,
+	kubeproxy.ChainIPVSSourceRanges: inFilter,
 	kubeproxy.ChainIPVSFilter:       inFilter,
 	kubeproxy.ChainIPVSOutFilter:    inFilter,
 	"KUBE-LOAD-BALANCER-LOCAL":      inNAT,
-	"FLANNEL-POSTRTG":               inNAT,
-	"FLANNEL-FWD":                   inFilter,
-	"DOCKER":                        inNAT | inFilter,
-	"DOCKER-USER":                   inFilter,
-	"CNI-HOSTPORT-DNAT":             inNAT,
-	"CNI-HOSTPORT-SETMARK":          inNAT,
-	"CNI-HOSTPORT-MASQ":             inNAT,
-	"CNI-FORWARD":                   inFilter,
-	"cali-nat-outgoing":             inNAT,
-	"cali-fip-dnat":                 inNAT,
-	"cali-fip-snat":                 inNAT,
 }
 
 var chainPrefixTables = []struct {
@@ -109,8 +97,34 @@ var chainPrefixTables = []struct {
 	{kubeproxy.PrefixFirewall, inNAT},
 	{kubeproxy.PrefixEndpoint, inNAT},
 	{kubeproxy.PrefixXLB, inNAT},
+}
+
+// foreignChainTables: where a few other writers common in posted dumps (AWS
+// VPC CNI, Calico, flannel, Docker, CNI portmap) put their chains today. A
+// CNI's version or configuration may put them elsewhere, so this is a hint
+// for rules nothing else places: it never splits a whole table's listing.
+var foreignChainTables = map[string]tableSet{
+	"FLANNEL-POSTRTG":      inNAT,
+	"FLANNEL-FWD":          inFilter,
+	"DOCKER":               inNAT | inFilter,
+	"DOCKER-USER":          inFilter,
+	"CNI-HOSTPORT-DNAT":    inNAT,
+	"CNI-HOSTPORT-SETMARK": inNAT,
+	"CNI-HOSTPORT-MASQ":    inNAT,
+	"CNI-FORWARD":          inFilter,
+	"cali-nat-outgoing":    inNAT,
+	"cali-fip-dnat":        inNAT,
+	"cali-fip-snat":        inNAT,
+}
+
+var foreignPrefixTables = []struct {
+	prefix string
+	tables tableSet
+}{
+	// The VPC CNI's chains are both in nat ("iptables -t nat -N
+	// AWS-CONNMARK-CHAIN-0"); its mangle rules sit in PREROUTING.
 	{"AWS-SNAT-CHAIN-", inNAT},
-	{"AWS-CONNMARK-CHAIN-", inMangle},
+	{"AWS-CONNMARK-CHAIN-", inNAT},
 	{"DOCKER-ISOLATION-", inFilter},
 	{"CNI-DN-", inNAT},
 	{"cali-fw-", inFilter},
@@ -121,8 +135,26 @@ var chainPrefixTables = []struct {
 	{"cali-pi-", inFilter},
 }
 
-// chainEvidence: the tables a chain of that name can be in.
+// chainEvidence: the tables a chain of that name can be in, foreign
+// writers' habits included.
 func chainEvidence(name string) tableSet {
+	if s := kubeChainEvidence(name); s != anyTable {
+		return s
+	}
+	if s, ok := foreignChainTables[name]; ok {
+		return s
+	}
+	for _, p := range foreignPrefixTables {
+		if strings.HasPrefix(name, p.prefix) {
+			return p.tables
+		}
+	}
+	return anyTable
+}
+
+// kubeChainEvidence: the tables a chain of that name can be in from what
+// iptables fixes (built-in chains) and kube-proxy's and the kubelet's names.
+func kubeChainEvidence(name string) tableSet {
 	if s, ok := builtinTables[name]; ok {
 		return s
 	}
@@ -149,11 +181,28 @@ var targetTables = map[string]tableSet{
 // ruleEvidence: the tables a rule of chain can be in, from the chain's name
 // and its target (a jump target lives in the same table as the jump).
 func ruleEvidence(chain string, r *inspect.IPRule) tableSet {
-	s := chainEvidence(chain)
-	t := targetTables[r.Target]
-	if t == 0 && r.Target != "" {
-		t = chainEvidence(r.Target)
+	return combineEvidence(chainEvidence(chain), targetEvidence(r, chainEvidence))
+}
+
+// kubeRuleEvidence is ruleEvidence without foreign writers' habits: what
+// iptables itself and kube-proxy's names say.
+func kubeRuleEvidence(chain string, r *inspect.IPRule) tableSet {
+	return combineEvidence(kubeChainEvidence(chain), targetEvidence(r, kubeChainEvidence))
+}
+
+// targetEvidence: the tables iptables accepts r's target in; for a jump,
+// the tables its chain's name says; 0 for no target.
+func targetEvidence(r *inspect.IPRule, chainEv func(string) tableSet) tableSet {
+	if t := targetTables[r.Target]; t != 0 {
+		return t
 	}
+	if r.Target == "" || standardTargets[r.Target] {
+		return 0 // MARK, CONNMARK, LOG …: accepted in every table
+	}
+	return chainEv(r.Target)
+}
+
+func combineEvidence(s, t tableSet) tableSet {
 	if t == 0 || s&t == 0 {
 		return s // a contradiction (a foreign chain with a kube-proxy name?): trust the name
 	}

@@ -801,7 +801,7 @@ func (p *parser) cannotCarry() []string {
 		}
 		name := map[inspect.Format]string{
 			inspect.FormatIPTablesRules:   "iptables -S output",
-			inspect.FormatIPTablesExcerpt: "an excerpt of rule lines without their table",
+			inspect.FormatIPTablesExcerpt: "rule lines without their *table line",
 			inspect.FormatIPTablesList:    "iptables -L output",
 		}[f]
 		msg := name + " does not show the iptables backend"

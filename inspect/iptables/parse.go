@@ -238,7 +238,9 @@ func (p *parser) parse() (*inspect.Ruleset, error) {
 		default:
 			if string(line) == "COMMIT" {
 				p.flushSkipped()
-				if p.table == nil {
+				if p.table == nil && p.hl != nil {
+					p.endSection() // an iptables-save section pasted without its *table line
+				} else if p.table == nil {
 					p.warn("COMMIT outside a table")
 				} else {
 					p.commit()

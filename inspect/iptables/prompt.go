@@ -52,15 +52,16 @@ var knownCommands = map[string]bool{
 
 // parseCommandLine recognises a shell prompt followed by a command: "$ …",
 // "# …", "user@host:~$ …", "[root@ip-10-0-1-7 ~]# …", "sh-4.2# …",
-// "/ # …" (a container's busybox shell). A "# " line is a command only when
-// its first word is a known command; otherwise it is a comment.
+// "/ # …" (a container's busybox shell), zsh's "user@host ~ % …", "❯ …"
+// and "➜  ~ …", any of them after kube-ps1's "(⎈|ctx:ns) " or a
+// virtualenv's "(venv) ". A "# " line is a command only when its first word
+// is a known command; otherwise it is a comment.
 func parseCommandLine(line string) (command, bool) {
 	line = strings.TrimSpace(line)
-	cut := promptEnd(line)
+	cut, strict := promptEnd(line)
 	if cut < 0 {
 		return command{}, false
 	}
-	sigil := line[cut-1]
 	text := strings.TrimSpace(line[cut:])
 	if text == "" {
 		return command{}, false
@@ -70,10 +71,10 @@ func parseCommandLine(line string) (command, bool) {
 	words := strings.Fields(text)
 	first := path.Base(words[0])
 	_, isIPT := iptablesProgram(first)
-	if sigil == '#' && !isIPT && !knownCommands[first] {
+	if strict && !isIPT && !knownCommands[first] {
 		return command{}, false // a comment
 	}
-	if sigil == '#' && isIPT && len(words) > 1 && !strings.HasPrefix(words[1], "-") && words[1] != "|" {
+	if strict && isIPT && len(words) > 1 && !strings.HasPrefix(words[1], "-") && words[1] != "|" {
 		return command{}, false // "# iptables rules of node-a"
 	}
 	cmd := command{text: text}
@@ -109,43 +110,6 @@ func parseCommandLine(line string) (command, bool) {
 		}
 	}
 	return cmd, true
-}
-
-// promptEnd returns the index just after a prompt's "$ ", "# " or "% "
-// (pointing at the command), or -1 when the line does not start with one.
-// What precedes the sigil must look like a prompt: nothing, "user@host:dir",
-// "[user@host dir]", "sh-4.2", "/", "~" or a path.
-func promptEnd(line string) int {
-	for i := 0; i < len(line) && i < 120; i++ {
-		c := line[i]
-		if c != '$' && c != '#' && c != '%' {
-			continue
-		}
-		if i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
-			continue
-		}
-		if !looksLikePrompt(strings.TrimRight(line[:i], " ")) {
-			return -1
-		}
-		return i + 1
-	}
-	return -1
-}
-
-func looksLikePrompt(p string) bool {
-	switch {
-	case p == "":
-		return true
-	case strings.HasPrefix(p, "[") && strings.HasSuffix(p, "]"):
-		return strings.Contains(p, "@") || !strings.Contains(p, " ")
-	case strings.ContainsAny(p, " \t"):
-		return false
-	case strings.Contains(p, "@"), strings.HasPrefix(p, "/"), strings.HasPrefix(p, "~"):
-		return true
-	case strings.HasPrefix(p, "sh-"), strings.HasPrefix(p, "bash-"), strings.HasPrefix(p, "zsh-"):
-		return true
-	}
-	return false
 }
 
 // iptablesProgram recognises iptables, ip6tables, their -nft and -legacy
@@ -219,4 +183,124 @@ func (c *command) options(args []string) {
 func IsCommandLine(line string) bool {
 	_, ok := parseCommandLine(line)
 	return ok
+}
+
+// promptEnd returns the index just after a prompt (pointing at the
+// command), or -1 when the line does not start with one; strict is set for
+// prompts that a comment or text could also start ("# …", "➜ dir …"): their
+// command must be one this package knows. What precedes the sigil ($, #, %,
+// ❯) must look like a prompt: nothing, "user@host:dir", "[user@host dir]",
+// "user@host dir", "host:~", "sh-4.2", "/", "~" or a path.
+func promptEnd(line string) (cut int, strict bool) {
+	start := skipPromptGroups(line)
+	rest := line[start:]
+	if after, ok := strings.CutPrefix(rest, "➜"); ok {
+		return start + len(rest) - len(arrowPromptRest(after)), true
+	}
+	for i := 0; i < len(rest) && i < 120; i++ {
+		n := sigilLen(rest[i:])
+		if n == 0 {
+			continue
+		}
+		if i+n < len(rest) && rest[i+n] != ' ' && rest[i+n] != '\t' {
+			continue
+		}
+		if !looksLikePrompt(strings.TrimRight(rest[:i], " ")) {
+			return -1, false
+		}
+		return start + i + n, rest[i] == '#'
+	}
+	return -1, false
+}
+
+// sigilLen is the length of the prompt sigil s starts with, 0 for none.
+func sigilLen(s string) int {
+	switch {
+	case s[0] == '$', s[0] == '#', s[0] == '%':
+		return 1
+	case strings.HasPrefix(s, "❯"):
+		return len("❯")
+	}
+	return 0
+}
+
+// skipPromptGroups returns the index after the parenthesised groups a
+// prompt may start with: kube-ps1's "(⎈|kind-kind:default) ", a
+// virtualenv's or conda's "(venv) ".
+func skipPromptGroups(line string) int {
+	i := 0
+	for strings.HasPrefix(line[i:], "(") {
+		end := strings.IndexByte(line[i:], ')')
+		if end < 0 || end > 80 || i+end+1 < len(line) && line[i+end+1] != ' ' {
+			return i
+		}
+		i += end + 1
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+	}
+	return i
+}
+
+// arrowPromptRest returns what follows oh-my-zsh's default prompt after its
+// "➜": "  ~ cmd", "  repo git:(main) ✗ cmd": the directory and the git
+// status are passed over.
+func arrowPromptRest(s string) string {
+	words := strings.Fields(s)
+	skip := 1 // the directory
+	if len(words) > skip && strings.HasPrefix(words[skip], "git:(") {
+		skip++
+	}
+	if len(words) > skip && words[skip] == "✗" {
+		skip++
+	}
+	if len(words) <= skip {
+		return ""
+	}
+	for _, w := range words[:skip] {
+		s = strings.TrimLeft(s, " \t")
+		s = s[len(w):]
+	}
+	return s
+}
+
+func looksLikePrompt(p string) bool {
+	switch {
+	case p == "":
+		return true
+	case strings.HasPrefix(p, "[") && strings.HasSuffix(p, "]"):
+		return strings.Contains(p, "@") || !strings.Contains(p, " ")
+	case strings.ContainsAny(p, " \t"):
+		return spacedPrompt(strings.Fields(p))
+	case strings.Contains(p, "@"), strings.HasPrefix(p, "/"), strings.HasPrefix(p, "~"):
+		return true
+	case strings.HasPrefix(p, "sh-"), strings.HasPrefix(p, "bash-"), strings.HasPrefix(p, "zsh-"):
+		return true
+	}
+	return hostPath(p)
+}
+
+// spacedPrompt: "user@host ~" (zsh's %n@%m %1~), "user@host:~/repo (main)"
+// (bash with __git_ps1), "node-a:~", "~/src": a user@host or a path first,
+// then at most two short words (a directory, a git branch in parentheses).
+func spacedPrompt(fields []string) bool {
+	if len(fields) > 3 {
+		return false
+	}
+	head := fields[0]
+	if !strings.Contains(head, "@") && !strings.HasPrefix(head, "~") && !strings.HasPrefix(head, "/") && !hostPath(head) {
+		return false
+	}
+	for _, f := range fields[1:] {
+		if len(f) > 40 || strings.ContainsAny(f, "\"'=") {
+			return false
+		}
+	}
+	return true
+}
+
+// hostPath: "node-a:~", "node-a:/etc" (SUSE's root prompt "host:~ #").
+func hostPath(p string) bool {
+	host, dir, ok := strings.Cut(p, ":")
+	return ok && host != "" && !strings.ContainsAny(host, " /") && (strings.HasPrefix(dir, "~") || strings.HasPrefix(dir, "/"))
 }

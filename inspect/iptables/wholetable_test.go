@@ -1,0 +1,224 @@
+package iptables
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
+)
+
+// A whole table's listing holds a CNI's chains next to kube-proxy's: the
+// AWS VPC CNI's below are as its pkg/networkutils writes them (both chains
+// in nat, CONNMARK targets in nat and mangle) and as iptables 1.8.9 lists
+// them, with kube-proxy's chains of small-v1.37 (kube-dns:dns-tcp).
+
+const awsNATPolicies = "-P PREROUTING ACCEPT\n-P INPUT ACCEPT\n-P OUTPUT ACCEPT\n-P POSTROUTING ACCEPT\n"
+
+const awsNATRules = "-N AWS-CONNMARK-CHAIN-0\n-N AWS-SNAT-CHAIN-0\n-N KUBE-MARK-MASQ\n-N KUBE-SEP-IT2ZTR26TO4XFPTO\n-N KUBE-SERVICES\n-N KUBE-SVC-ERIFXISQEP7F7OF4\n" +
+	"-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n" +
+	"-A PREROUTING -i eni+ -m comment --comment \"AWS, outbound connections\" -j AWS-CONNMARK-CHAIN-0\n" +
+	"-A PREROUTING -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --restore-mark --nfmask 0x80 --ctmask 0x80\n" +
+	"-A OUTPUT -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n" +
+	"-A POSTROUTING -m comment --comment \"AWS SNAT CHAIN\" -j AWS-SNAT-CHAIN-0\n" +
+	"-A AWS-CONNMARK-CHAIN-0 -d 10.0.0.0/16 -m comment --comment \"AWS CONNMARK CHAIN, VPC CIDR\" -j RETURN\n" +
+	"-A AWS-CONNMARK-CHAIN-0 -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --set-xmark 0x80/0x80\n" +
+	"-A AWS-SNAT-CHAIN-0 -d 10.0.0.0/16 -m comment --comment \"AWS SNAT CHAIN\" -j RETURN\n" +
+	"-A AWS-SNAT-CHAIN-0 ! -o vlan+ -m comment --comment \"AWS, SNAT\" -m addrtype ! --dst-type LOCAL -j SNAT --to-source 10.0.0.10 --random-fully\n" +
+	"-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n" +
+	"-A KUBE-SEP-IT2ZTR26TO4XFPTO -s 10.244.0.2/32 -m comment --comment \"kube-system/kube-dns:dns-tcp\" -j KUBE-MARK-MASQ\n" +
+	"-A KUBE-SEP-IT2ZTR26TO4XFPTO -p tcp -m comment --comment \"kube-system/kube-dns:dns-tcp\" -m tcp -j DNAT --to-destination 10.244.0.2:53\n" +
+	"-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment \"kube-system/kube-dns:dns-tcp cluster IP\" -m tcp --dport 53 -j KUBE-SVC-ERIFXISQEP7F7OF4\n" +
+	"-A KUBE-SVC-ERIFXISQEP7F7OF4 -m comment --comment \"kube-system/kube-dns:dns-tcp -> 10.244.0.2:53\" -m statistic --mode random --probability 0.50000000000 -j KUBE-SEP-IT2ZTR26TO4XFPTO\n"
+
+const awsNATList = "Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n" +
+	"    0     0 KUBE-SERVICES  0    --  *      *       0.0.0.0/0            0.0.0.0/0            /* kubernetes service portals */\n" +
+	"    0     0 AWS-CONNMARK-CHAIN-0  0    --  eni+   *       0.0.0.0/0            0.0.0.0/0            /* AWS, outbound connections */\n" +
+	"    0     0 CONNMARK   0    --  *      *       0.0.0.0/0            0.0.0.0/0            /* AWS, CONNMARK */ CONNMARK restore mask 0x80\n\n" +
+	"Chain INPUT (policy ACCEPT 0 packets, 0 bytes)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n\n" +
+	"Chain OUTPUT (policy ACCEPT 0 packets, 0 bytes)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n" +
+	"    0     0 KUBE-SERVICES  0    --  *      *       0.0.0.0/0            0.0.0.0/0            /* kubernetes service portals */\n\n" +
+	"Chain POSTROUTING (policy ACCEPT 0 packets, 0 bytes)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n" +
+	"    0     0 AWS-SNAT-CHAIN-0  0    --  *      *       0.0.0.0/0            0.0.0.0/0            /* AWS SNAT CHAIN */\n\n" +
+	"Chain AWS-CONNMARK-CHAIN-0 (1 references)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n" +
+	"    0     0 RETURN     0    --  *      *       0.0.0.0/0            10.0.0.0/16          /* AWS CONNMARK CHAIN, VPC CIDR */\n" +
+	"    0     0 CONNMARK   0    --  *      *       0.0.0.0/0            0.0.0.0/0            /* AWS, CONNMARK */ CONNMARK or 0x80\n\n" +
+	"Chain AWS-SNAT-CHAIN-0 (1 references)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n" +
+	"    0     0 RETURN     0    --  *      *       0.0.0.0/0            10.0.0.0/16          /* AWS SNAT CHAIN */\n" +
+	"    0     0 SNAT       0    --  *      !vlan+  0.0.0.0/0            0.0.0.0/0            /* AWS, SNAT */ ADDRTYPE match dst-type !LOCAL to:10.0.0.10 random-fully\n\n" +
+	"Chain KUBE-SERVICES (2 references)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n" +
+	"    0     0 KUBE-SVC-ERIFXISQEP7F7OF4  6    --  *      *       0.0.0.0/0            10.96.0.10           /* kube-system/kube-dns:dns-tcp cluster IP */ tcp dpt:53\n\n" +
+	"Chain KUBE-SVC-ERIFXISQEP7F7OF4 (1 references)\n" +
+	" pkts bytes target     prot opt in     out     source               destination\n"
+
+// awsSaveSection is `iptables-save -t nat` pasted from its first chain
+// line: without the "# Generated by" and "*nat" lines, with COMMIT.
+func awsSaveSection() string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(awsNATPolicies+awsNATRules, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "-P "):
+			f := strings.Fields(l)
+			b.WriteString(":" + f[1] + " " + f[2] + " [0:0]\n")
+		case strings.HasPrefix(l, "-N "):
+			b.WriteString(":" + strings.TrimPrefix(l, "-N ") + " - [0:0]\n")
+		default:
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String() + "COMMIT\n"
+}
+
+func TestWholeTableWithForeignChains(t *testing.T) {
+	tests := []struct {
+		name   string
+		input  string
+		tables string // family/table(whole|partial) in order
+		format inspect.Format
+		// noWarn: a warning that must not be given.
+		noWarn []string
+	}{{
+		name:   "iptables -t nat -S: AWS-CONNMARK-CHAIN-0 and CONNMARK targets stay in nat",
+		input:  awsNATPolicies + awsNATRules,
+		tables: "IPv4/nat(whole)",
+		format: inspect.FormatIPTablesRules,
+	}, {
+		name:   "iptables -t nat -L -n -v of the same",
+		input:  awsNATList,
+		tables: "IPv4/nat(whole)",
+		format: inspect.FormatIPTablesList,
+	}, {
+		name:   "iptables-save -t nat pasted without its header and *nat line",
+		input:  awsSaveSection(),
+		tables: "IPv4/nat(whole)",
+		format: inspect.FormatIPTablesExcerpt,
+		noWarn: []string{"COMMIT outside a table"},
+	}, {
+		name: "iptables -t mangle -S: the VPC CNI's CONNMARK rules; a foreign chain named like nat's stays in mangle",
+		input: "-P PREROUTING ACCEPT\n-P INPUT ACCEPT\n-P FORWARD ACCEPT\n-P OUTPUT ACCEPT\n-P POSTROUTING ACCEPT\n" +
+			"-N AWS-CONNMARK-CHAIN-0\n-N KUBE-IPTABLES-HINT\n-N KUBE-KUBELET-CANARY\n" +
+			"-A PREROUTING -i lo -m comment --comment \"AWS, primary ENI\" -m addrtype --dst-type LOCAL --limit-iface-in -j CONNMARK --set-xmark 0x80/0x80\n" +
+			"-A PREROUTING -i eni+ -m comment --comment \"AWS, primary ENI\" -j CONNMARK --restore-mark --nfmask 0x80 --ctmask 0x80\n" +
+			"-A PREROUTING -j AWS-CONNMARK-CHAIN-0\n" +
+			"-A AWS-CONNMARK-CHAIN-0 -j MARK --set-xmark 0x80/0x80\n",
+		tables: "IPv4/mangle(whole)",
+		format: inspect.FormatIPTablesRules,
+	}, {
+		name: "iptables -S (filter): foreign chains usually in nat stay in filter",
+		input: "-P INPUT ACCEPT\n-P FORWARD DROP\n-P OUTPUT ACCEPT\n" +
+			"-N AWS-SNAT-CHAIN-0\n-N cali-nat-outgoing\n-N KUBE-FORWARD\n" +
+			"-A FORWARD -m comment --comment \"kubernetes forwarding rules\" -j KUBE-FORWARD\n" +
+			"-A FORWARD -j AWS-SNAT-CHAIN-0\n-A AWS-SNAT-CHAIN-0 -j cali-nat-outgoing\n" +
+			"-A cali-nat-outgoing -j CONNMARK --set-xmark 0x1/0x1\n" +
+			"-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP\n",
+		tables: "IPv4/filter(whole)",
+		format: inspect.FormatIPTablesRules,
+	}, {
+		name: "iptables -S (filter) in IPVS mode: KUBE-NODE-PORT and KUBE-SOURCE-RANGES-FIREWALL are filter's too",
+		input: "-P INPUT ACCEPT\n-P FORWARD ACCEPT\n-P OUTPUT ACCEPT\n" +
+			"-N KUBE-NODE-PORT\n-N KUBE-PROXY-FIREWALL\n-N KUBE-SOURCE-RANGES-FIREWALL\n" +
+			"-A INPUT -m comment --comment \"kubernetes health check rules\" -j KUBE-NODE-PORT\n" +
+			"-A KUBE-NODE-PORT -m comment --comment \"Kubernetes health check node port\" -m set --match-set KUBE-HEALTH-CHECK-NODE-PORT dst -j ACCEPT\n" +
+			"-A KUBE-PROXY-FIREWALL -m set --match-set KUBE-LOAD-BALANCER-FW dst,dst -j KUBE-SOURCE-RANGES-FIREWALL\n" +
+			"-A KUBE-SOURCE-RANGES-FIREWALL -j DROP\n",
+		tables: "IPv4/filter(whole)",
+		format: inspect.FormatIPTablesRules,
+	}, {
+		name: "an excerpt: the VPC CNI's nat jumps and a CONNMARK target are not mangle",
+		input: "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n" +
+			"-A PREROUTING -i eni+ -m comment --comment \"AWS, outbound connections\" -j AWS-CONNMARK-CHAIN-0\n" +
+			"-A PREROUTING -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --restore-mark --nfmask 0x80 --ctmask 0x80\n" +
+			"-A AWS-CONNMARK-CHAIN-0 -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --set-xmark 0x80/0x80\n",
+		tables: "IPv4/nat(partial)",
+		format: inspect.FormatIPTablesExcerpt,
+	}, {
+		name: "two outputs run together: filter's policies, then kube-proxy's nat rules",
+		input: "-P INPUT ACCEPT\n-P FORWARD ACCEPT\n-P OUTPUT ACCEPT\n" +
+			"-A KUBE-SVC-ERIFXISQEP7F7OF4 -m comment --comment \"kube-system/kube-dns:dns-tcp -> 10.244.0.2:53\" -j KUBE-SEP-IT2ZTR26TO4XFPTO\n",
+		tables: "IPv4/filter(whole) IPv4/nat(partial)",
+		format: inspect.FormatIPTablesRules,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := readString(t, tc.input, Options{})
+			var got []string
+			for _, tb := range rs.IPTables {
+				state := "whole"
+				if tb.Partial {
+					state = "partial"
+				}
+				got = append(got, string(tb.Family)+"/"+tb.Name+"("+state+")")
+			}
+			if g := strings.Join(got, " "); g != tc.tables {
+				t.Errorf("tables %s, want %s", g, tc.tables)
+			}
+			if f := rs.Dumps[0].Format; f != tc.format {
+				t.Errorf("format %s, want %s", f, tc.format)
+			}
+			w := warnings(rs)
+			for _, no := range tc.noWarn {
+				if strings.Contains(w, no) {
+					t.Errorf("warned %q: %s", no, w)
+				}
+			}
+		})
+	}
+}
+
+// TestWholeTableKeepsEveryRule: the nat table read from -S, -L and a
+// headerless save section has every chain and rule of the listing.
+func TestWholeTableKeepsEveryRule(t *testing.T) {
+	for name, in := range map[string]string{"-S": awsNATPolicies + awsNATRules, "save section": awsSaveSection()} {
+		rs := readString(t, in, Options{})
+		nat := rs.IPTable(kubeproxy.IPv4, "nat")
+		if nat == nil {
+			t.Fatalf("%s: no nat table: %v", name, tables(rs))
+		}
+		if n := len(nat.Chains); n != 10 {
+			t.Errorf("%s: %d chains, want 10", name, n)
+		}
+		if n := rs.Dumps[0].Rules; n != 14 {
+			t.Errorf("%s: %d rules, want 14", name, n)
+		}
+		if r := chainOf(t, rs, kubeproxy.IPv4, "nat", "AWS-CONNMARK-CHAIN-0").Rules; len(r) != 2 || r[1].Target != "CONNMARK" {
+			t.Errorf("%s: AWS-CONNMARK-CHAIN-0 %+v", name, r)
+		}
+	}
+}
+
+// TestPromptNamesTable: a pasted prompt of a common style names the table
+// of the output below it: the chain alone would leave it to a guess.
+func TestPromptNamesTable(t *testing.T) {
+	const out = "-N KUBE-SERVICES\n" +
+		"-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\n"
+	for _, prompt := range []string{
+		"(⎈|kind-kind:default) [root@node-a ~]# ",
+		"(⎈|arn:aws:eks:eu-west-1:111122223333:cluster/prod:kube-system) ec2-user@ip-10-0-1-7:~$ sudo ",
+		"user@MacBook-Pro ~ % kubectl -n kube-system exec kube-proxy-x -- ",
+		"❯ ",
+		"~/src/cluster ❯ ",
+		"➜  ~ sudo ",
+		"➜  cluster git:(main) ✗ ",
+		"sh-5.1# ",
+		"root@node-a:/# ",
+		"node-a:~ # ",
+		"(venv) user@host:~/repo (main)$ ",
+	} {
+		t.Run(prompt, func(t *testing.T) {
+			rs := readString(t, prompt+"iptables -t nat -S KUBE-SERVICES\n"+out, Options{})
+			if got := strings.Join(tables(rs), " "); got != "IPv4/nat" {
+				t.Errorf("tables %s, want IPv4/nat", got)
+			}
+			if w := warnings(rs); strings.Contains(w, "skipped") || strings.Contains(w, "inferred") || strings.Contains(w, "--table") {
+				t.Errorf("the prompt was not read: %s", w)
+			}
+		})
+	}
+}
