@@ -172,6 +172,11 @@ func judgeOn(n *Node, ex *correlate.Explanation) (*ServiceExplanation, []Gap) {
 		switch {
 		case pp.Mode == string(kubeproxy.ModeIPTables) && partialTables(n, kubeproxy.Family(pp.Family)):
 			reason, remedy = "the "+pp.Family+" rules are an excerpt, and what it does not show may hold it", "the whole "+saveCommand(kubeproxy.Family(pp.Family))
+		case pp.Mode == string(kubeproxy.ModeIPTables) && pp.InternalExpected == 0 &&
+			n.Ruleset.IPTable(kubeproxy.Family(pp.Family), kubeproxy.TableFilter) == nil:
+			// Without endpoints its entry is filter's reject (a whole
+			// `iptables -t nat -S` does not show it).
+			reason, remedy = "the dump holds no "+pp.Family+" filter table, where kube-proxy rejects a Service without endpoints", "the whole "+saveCommand(kubeproxy.Family(pp.Family))+" (not -t nat)"
 		case truncatedRoute(&pp.PortPath):
 			// The walk stopped before the last branches: an endpoint it
 			// did not reach may be reached by one it did not follow.
