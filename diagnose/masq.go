@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
-	"strings"
 
 	"sigs.k8s.io/knftables"
 
@@ -97,6 +96,10 @@ type MasqReport struct {
 	// fault.
 	Problems []string `json:"problems"`
 	Notes    []string `json:"notes,omitempty"`
+	// Findings explain the problems about the mark's value: which of the
+	// marks set, tested, cleared and configured differs, what agrees (the
+	// evidence) and what to do.
+	Findings []MasqFinding `json:"findings,omitempty"`
 }
 
 // RuleRef names one rule. Rule is the rule text: for iptables the part
@@ -153,6 +156,7 @@ type masqAnalysis struct {
 	tested  []uint32
 	cleared []uint32
 	hidden  bool // a masquerade rule nft could not show
+	uses    []markUse
 }
 
 // AnalyzeMasquerade reports, for each proxy mode and IP family that has
@@ -336,6 +340,24 @@ func addRef(list *[]RuleRef, ref RuleRef) {
 	}
 }
 
+// use records one of kube-proxy's rules setting, testing or clearing mark
+// v: in the report's lists, and as a use the marks are judged by.
+func (a *masqAnalysis) use(op string, v uint32, ref RuleRef) {
+	ref.Mark = kubeproxy.FormatMark(v)
+	switch op {
+	case markOpSets:
+		a.set = append(a.set, v)
+		addRef(&a.r.SetBy, ref)
+	case markOpTests:
+		a.tested = append(a.tested, v)
+		addRef(&a.r.TestedBy, ref)
+	default:
+		a.cleared = append(a.cleared, v)
+		addRef(&a.r.ClearedBy, ref)
+	}
+	a.uses = append(a.uses, markUse{op: op, value: v, ref: ref})
+}
+
 // iptables analyses kube-proxy's iptables masquerade rules.
 func (a *masqAnalysis) iptables(nat, filter *inspect.IPTable) {
 	if nat == nil {
@@ -354,8 +376,7 @@ func (a *masqAnalysis) iptables(nat, filter *inspect.IPTable) {
 				}
 				n++
 				a.own[r] = true
-				a.tested = append(a.tested, mm.Mask)
-				addRef(&a.r.TestedBy, RuleRef{Table: filter.Name, Chain: fw.Name, Rule: r.Text, Mark: kubeproxy.FormatMark(mm.Mask)})
+				a.use(markOpTests, mm.Mask, RuleRef{Table: filter.Name, Chain: fw.Name, Rule: r.Text})
 				if mm.Value != mm.Mask {
 					a.problem("KUBE-FORWARD tests mark %s under mask %s; kube-proxy tests the bit against itself (%s/%s)", kubeproxy.FormatMark(mm.Value), kubeproxy.FormatMark(mm.Mask), kubeproxy.FormatMark(mm.Mask), kubeproxy.FormatMark(mm.Mask))
 				}
@@ -384,8 +405,7 @@ func (a *masqAnalysis) iptMarkMasq(nat *inspect.IPTable) {
 		a.own[r] = true
 		a.r.SetByTotal++
 		v := sm.Value
-		a.set = append(a.set, v)
-		addRef(&a.r.SetBy, RuleRef{Table: nat.Name, Chain: c.Name, Rule: r.Text, Mark: kubeproxy.FormatMark(v)})
+		a.use(markOpSets, v, RuleRef{Table: nat.Name, Chain: c.Name, Rule: r.Text})
 		switch {
 		case sm.Mask == 0xffffffff && sm.Value != 0xffffffff:
 			a.problem("KUBE-MARK-MASQ overwrites the whole packet mark (set-mark %s) instead of OR-ing its bit in (kube-proxy writes --or-mark): other components' mark bits are lost", kubeproxy.FormatMark(v))
@@ -411,8 +431,7 @@ func (a *masqAnalysis) iptPostrouting(nat *inspect.IPTable) {
 	for _, r := range c.Rules {
 		if mm := iptPacketMarkMatch(r); mm != nil {
 			a.own[r] = true
-			a.tested = append(a.tested, mm.Mask)
-			addRef(&a.r.TestedBy, RuleRef{Table: nat.Name, Chain: c.Name, Rule: r.Text, Mark: kubeproxy.FormatMark(mm.Mask)})
+			a.use(markOpTests, mm.Mask, RuleRef{Table: nat.Name, Chain: c.Name, Rule: r.Text})
 			if !mm.Not || r.Target != "RETURN" {
 				a.problem("KUBE-POSTROUTING's mark test is not kube-proxy's `! --mark X/X -j RETURN`: %s", r.Text)
 			} else if mm.Value != mm.Mask {
@@ -431,8 +450,7 @@ func (a *masqAnalysis) iptPostrouting(nat *inspect.IPTable) {
 				v = sm.Value
 				a.problem("KUBE-POSTROUTING's MARK rule does not clear the mark (value %s, mask %s); kube-proxy writes --xor-mark X (--set-xmark X/0x0)", kubeproxy.FormatMark(sm.Value), kubeproxy.FormatMark(sm.Mask))
 			}
-			a.cleared = append(a.cleared, v)
-			addRef(&a.r.ClearedBy, RuleRef{Table: nat.Name, Chain: c.Name, Rule: r.Text, Mark: kubeproxy.FormatMark(v)})
+			a.use(markOpClears, v, RuleRef{Table: nat.Name, Chain: c.Name, Rule: r.Text})
 			continue
 		}
 		switch {
@@ -503,21 +521,18 @@ func (a *masqAnalysis) nftables(t *inspect.NFTTable) {
 			if in.HasMarkSet && in.MarkSetOp == "or" {
 				a.own[r] = true
 				a.r.SetByTotal++
-				a.set = append(a.set, in.MarkSetValue)
-				addRef(&a.r.SetBy, RuleRef{Table: tname, Chain: c.Name, Rule: r.Rule.Rule, Mark: kubeproxy.FormatMark(in.MarkSetValue)})
+				a.use(markOpSets, in.MarkSetValue, RuleRef{Table: tname, Chain: c.Name, Rule: r.Rule.Rule})
 			}
 			if in.HasMarkSet && in.MarkSetOp == "xor" {
 				a.own[r] = true
-				a.cleared = append(a.cleared, in.MarkSetValue)
-				addRef(&a.r.ClearedBy, RuleRef{Table: tname, Chain: c.Name, Rule: r.Rule.Rule, Mark: kubeproxy.FormatMark(in.MarkSetValue)})
+				a.use(markOpClears, in.MarkSetValue, RuleRef{Table: tname, Chain: c.Name, Rule: r.Rule.Rule})
 				if c.Name != "masquerading" {
 					a.problem("chain %s clears the mark; kube-proxy clears it only in masquerading", c.Name)
 				}
 			}
 			if in.HasMarkTest && c.Name == "masquerading" {
 				a.own[r] = true
-				a.tested = append(a.tested, in.MarkTestMask)
-				addRef(&a.r.TestedBy, RuleRef{Table: tname, Chain: c.Name, Rule: r.Rule.Rule, Mark: kubeproxy.FormatMark(in.MarkTestMask)})
+				a.use(markOpTests, in.MarkTestMask, RuleRef{Table: tname, Chain: c.Name, Rule: r.Rule.Rule})
 				if in.MarkTestValue != 0 {
 					a.problem("masquerading tests mark %s against %s; kube-proxy tests `mark and X != 0`", kubeproxy.FormatMark(in.MarkTestMask), kubeproxy.FormatMark(in.MarkTestValue))
 				}
@@ -603,15 +618,11 @@ func (a *masqAnalysis) finish() {
 	}
 	r.Agree = len(a.tested) > 0 && len(a.cleared) > 0 && (len(a.set) > 0 || r.Mode == kubeproxy.ModeNFTables) &&
 		same(a.set) && same(a.tested) && same(a.cleared)
-	if !same(a.set) || !same(a.tested) || !same(a.cleared) {
-		a.problem("the mark set (%s) ≠ the mark tested (%s) ≠ the mark cleared (%s): packets are marked with one bit and masqueraded on another; usually a masquerade-bit change half applied, or another writer", marksList(a.set), marksList(a.tested), marksList(a.cleared))
-	}
 	if same(a.set) && same(a.tested) && r.MarkValue != 0 && bits.OnesCount32(r.MarkValue) == 1 {
 		r.MasqueradeBit = bits.TrailingZeros32(r.MarkValue)
-	} else if r.MarkValue != 0 && bits.OnesCount32(r.MarkValue) != 1 {
-		a.problem("the masquerade mark %s is not a single bit; kube-proxy uses 1 << masqueradeBit", kubeproxy.FormatMark(r.MarkValue))
 	}
 
+	var cfg *configMark
 	if a.cfg != nil {
 		cfgBitPtr := a.cfg.IPTablesMasqueradeBit
 		field := "iptables.masqueradeBit"
@@ -623,12 +634,8 @@ func (a *masqAnalysis) finish() {
 			r.ConfigBit = &b
 			ok := b == r.MasqueradeBit
 			r.ConfigAgrees = &ok
-			if !ok && b >= 0 && b <= 31 {
-				prog := "no single bit"
-				if r.MasqueradeBit >= 0 {
-					prog = fmt.Sprintf("bit %d (%s)", r.MasqueradeBit, r.Mark)
-				}
-				a.problem("the configuration (%s) sets %s %d (mark %s) but the rules use %s: kube-proxy has not been restarted since the configuration changed, or it runs with another configuration", a.cfg.Source, field, b, kubeproxy.FormatMark(uint32(1)<<uint(b)), prog)
+			if b >= 0 && b <= 31 {
+				cfg = &configMark{field: field, bit: b, source: a.cfg.Source}
 			}
 		}
 		cfgMode := a.cfg.Mode
@@ -639,6 +646,7 @@ func (a *masqAnalysis) finish() {
 			a.note("the configuration is for %s mode: these %s rules may be leftovers of another mode", a.cfg.Mode, r.Mode)
 		}
 	}
+	a.judgeMarks(cfg)
 
 	k := r.MarkValue
 	if k == 0 {
@@ -648,21 +656,6 @@ func (a *masqAnalysis) finish() {
 		}
 	}
 	a.scanConflicts(k)
-}
-
-func marksList(vs []uint32) string {
-	if len(vs) == 0 {
-		return "none"
-	}
-	seen := map[uint32]bool{}
-	var out []string
-	for _, v := range vs {
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, kubeproxy.FormatMark(v))
-		}
-	}
-	return strings.Join(out, ", ")
 }
 
 // scanConflicts looks at every other mark rule of the report's family.

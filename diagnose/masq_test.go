@@ -2,8 +2,10 @@ package diagnose
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -363,14 +365,14 @@ func TestMasqueradeProblems(t *testing.T) {
 		bit              int
 		problem          string
 	}{
-		{"set 0x4000, tested 0x8000", strings.Replace(restore4, "--mark 0x00004000/0x00004000 -j RETURN", "--mark 0x00008000/0x00008000 -j RETURN", 1), "iptables/IPv4", false, -1, "≠"},
+		{"set 0x4000, tested 0x8000", strings.Replace(restore4, "--mark 0x00004000/0x00004000 -j RETURN", "--mark 0x00008000/0x00008000 -j RETURN", 1), "iptables/IPv4", false, -1, "KUBE-POSTROUTING tests 0x00008000 (bit 15) but"},
 		{"no --random-fully", strings.Replace(save4, "-j MASQUERADE --random-fully", "-j MASQUERADE", 1), "iptables/IPv4", true, 14, "random-fully"},
 		{"no KUBE-MARK-MASQ rule", strings.Replace(save4, "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n", "", 1), "iptables/IPv4", false, 14, "KUBE-MARK-MASQ has no MARK rule"},
 		{"no clear", strings.Replace(save4, "-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0\n", "", 1), "iptables/IPv4", false, 14, "does not clear"},
 		{"set-mark overwrites", strings.Replace(save4, "--set-xmark 0x4000/0x4000", "--set-xmark 0x4000/0xffffffff", 1), "iptables/IPv4", true, 14, "overwrites the whole packet mark"},
 		{"no POSTROUTING jump", strings.Replace(save4, `-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING`+"\n", "", 1), "iptables/IPv4", true, 14, "POSTROUTING does not jump"},
 		{"nft without fully-random", strings.Replace(nftText, "meta mark set meta mark ^ 0x00004000 masquerade fully-random", "meta mark set meta mark ^ 0x00004000 masquerade", 1), "nftables/IPv4", true, 14, "fully-random"},
-		{"nft set 0x4000 cleared 0x8000", strings.Replace(nftText, "meta mark set meta mark ^ 0x00004000 masquerade", "meta mark set meta mark ^ 0x00008000 masquerade", 1), "nftables/IPv4", false, 14, "≠"},
+		{"nft set 0x4000 cleared 0x8000", strings.Replace(nftText, "meta mark set meta mark ^ 0x00004000 masquerade", "meta mark set meta mark ^ 0x00008000 masquerade", 1), "nftables/IPv4", false, 14, "masquerading clears 0x00008000 (bit 15) but"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, ok := masqByKey(AnalyzeMasquerade(fixture.Parse(t, c.input, c.name), nil))[c.key]
@@ -598,5 +600,166 @@ func TestMasqueradeAgreesWithFixtureConfig(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d families checked", n)
+	}
+}
+
+// TestMasqueradeOddOneOut: of the marks set, tested, cleared and
+// configured, the finding names the one that differs, the others are its
+// evidence, the bits are labelled, and the remedy fits the case. Faults
+// injected into kube-proxy's own rules (small-v1.37).
+func TestMasqueradeOddOneOut(t *testing.T) {
+	small := filepath.Join(fixture.Root, "small-v1.37")
+	save4, _ := fixture.Text(t, small, "iptables/save-nft-ipv4.txt")
+	nftText, _ := fixture.Text(t, small, "nftables/ruleset.txt")
+	const (
+		markMasq = "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000"
+		postTest = "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN"
+		nftClear = "meta mark set meta mark ^ 0x00004000 masquerade"
+		nftTest  = "meta mark & 0x00004000 != 0x00000000"
+	)
+	cfg := func(bit int) *kpconfig.Config {
+		c, err := kpconfig.Parse(strings.NewReader(fmt.Sprintf("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\niptables:\n  masqueradeBit: %d\nnftables:\n  masqueradeBit: %d\n", bit, bit)), "cfg.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name, input, key string
+		cfg              *kpconfig.Config
+		problem          string   // the finding's text, up to its consequences
+		differs          []string // the ops that differ
+		evidence         []string // "chain op" of the evidence, configured as "configured"
+		remedy, noRemedy string
+	}{
+		{"KUBE-MARK-MASQ sets bit 15", strings.Replace(save4, markMasq, strings.ReplaceAll(markMasq, "0x4000", "0x8000"), 1), "iptables/IPv4", nil,
+			"KUBE-MARK-MASQ sets 0x00008000 (bit 15) but KUBE-POSTROUTING tests and clears 0x00004000 (bit 14): packets marked for masquerading are not masqueraded",
+			[]string{"sets"}, []string{"KUBE-POSTROUTING tests", "KUBE-POSTROUTING clears", "KUBE-FORWARD tests"},
+			"find who rewrote KUBE-MARK-MASQ", ""},
+		{"KUBE-MARK-MASQ sets bit 15, configured 14", strings.Replace(save4, markMasq, strings.ReplaceAll(markMasq, "0x4000", "0x8000"), 1), "iptables/IPv4", cfg(14),
+			"KUBE-MARK-MASQ sets 0x00008000 (bit 15) but KUBE-POSTROUTING tests and clears 0x00004000 (bit 14), as kube-proxy is configured (iptables.masqueradeBit 14):",
+			[]string{"sets"}, []string{"KUBE-POSTROUTING tests", "KUBE-POSTROUTING clears", "KUBE-FORWARD tests", "configured"},
+			"rewrites its chains with the configured bit 14", "or set iptables.masqueradeBit"},
+		{"KUBE-MARK-MASQ sets bit 15, configured 15", strings.Replace(save4, markMasq, strings.ReplaceAll(markMasq, "0x4000", "0x8000"), 1), "iptables/IPv4", cfg(15),
+			"KUBE-MARK-MASQ sets 0x00008000 (bit 15), as kube-proxy is configured (iptables.masqueradeBit 15), but KUBE-POSTROUTING tests and clears 0x00004000 (bit 14):",
+			[]string{"sets", "configured"}, []string{"KUBE-POSTROUTING tests", "KUBE-POSTROUTING clears", "KUBE-FORWARD tests"},
+			"find who rewrote KUBE-MARK-MASQ", ""},
+		{"KUBE-POSTROUTING tests bit 15", strings.Replace(save4, postTest, strings.ReplaceAll(postTest, "0x4000", "0x8000"), 1), "iptables/IPv4", nil,
+			"KUBE-POSTROUTING tests 0x00008000 (bit 15) but KUBE-MARK-MASQ sets and KUBE-POSTROUTING clears 0x00004000 (bit 14): packets marked for masquerading are not masqueraded; the bit cleared is not the one tested",
+			[]string{"tests"}, []string{"KUBE-MARK-MASQ sets", "KUBE-POSTROUTING clears", "KUBE-FORWARD tests"},
+			"find who rewrote KUBE-POSTROUTING", ""},
+		{"configured 15, rules 14", save4, "iptables/IPv4", cfg(15),
+			"kube-proxy's configuration (cfg.yaml) sets iptables.masqueradeBit 15 (0x00008000) but KUBE-MARK-MASQ sets and KUBE-POSTROUTING tests and clears 0x00004000 (bit 14): kube-proxy runs with another configuration",
+			[]string{"configured"}, []string{"KUBE-MARK-MASQ sets", "KUBE-POSTROUTING tests", "KUBE-POSTROUTING clears", "KUBE-FORWARD tests"},
+			"to program bit 15 (it reads masqueradeBit only when it starts), or set iptables.masqueradeBit to 14", "find who rewrote"},
+		{"KUBE-MARK-MASQ sets two bits", strings.Replace(save4, markMasq, strings.ReplaceAll(markMasq, "0x4000", "0xc000"), 1), "iptables/IPv4", nil,
+			"KUBE-MARK-MASQ sets 0x0000c000 (bits 14+15, not one bit) but KUBE-POSTROUTING tests and clears 0x00004000 (bit 14):",
+			[]string{"sets"}, []string{"KUBE-POSTROUTING tests", "KUBE-POSTROUTING clears", "KUBE-FORWARD tests"},
+			"find who rewrote KUBE-MARK-MASQ", ""},
+		{"every rule uses two bits", strings.NewReplacer("0x4000/0x4000", "0xc000/0xc000", "--set-xmark 0x4000/0x0", "--set-xmark 0xc000/0x0").Replace(save4), "iptables/IPv4", nil,
+			"the masquerade mark 0x0000c000 is bits 14+15, not one bit: kube-proxy marks with 1 << masqueradeBit",
+			[]string{}, []string{"KUBE-MARK-MASQ sets", "KUBE-POSTROUTING tests", "KUBE-POSTROUTING clears", "KUBE-FORWARD tests"},
+			"restart kube-proxy", ""},
+		{"nft masquerading clears bit 15", strings.Replace(nftText, nftClear, strings.ReplaceAll(nftClear, "0x00004000", "0x00008000"), 1), "nftables/IPv4", nil,
+			"masquerading clears 0x00008000 (bit 15) but the rules of services and 7 more chains set and masquerading tests 0x00004000 (bit 14): the bit cleared is not the one tested",
+			[]string{"clears"}, []string{"services sets", "external-NT4BACJN-shop/ingress/tcp/http sets", "external-SFJRS2S6-shop/reports/tcp/http sets", "masquerading tests"},
+			"find who rewrote masquerading", ""},
+		{"nft masquerading tests bit 15, configured 14", strings.Replace(nftText, nftTest, strings.ReplaceAll(nftTest, "0x00004000", "0x00008000"), 1), "nftables/IPv4", cfg(14),
+			"masquerading tests 0x00008000 (bit 15) but the rules of services and 7 more chains set and masquerading clears 0x00004000 (bit 14), as kube-proxy is configured (nftables.masqueradeBit 14):",
+			[]string{"tests"}, []string{"services sets", "external-NT4BACJN-shop/ingress/tcp/http sets", "external-SFJRS2S6-shop/reports/tcp/http sets", "masquerading clears", "configured"},
+			"find who rewrote masquerading", ""},
+		{"nft: three marks, none agreeing", strings.Replace(strings.Replace(nftText, nftClear, strings.ReplaceAll(nftClear, "0x00004000", "0x00010000"), 1), nftTest, strings.ReplaceAll(nftTest, "0x00004000", "0x00008000"), 1), "nftables/IPv4", nil,
+			"the masquerade mark's uses disagree: the rules of services and 7 more chains set 0x00004000 (bit 14), masquerading tests 0x00008000 (bit 15) and masquerading clears 0x00010000 (bit 16):",
+			[]string{"sets", "tests", "clears"}, []string{},
+			"find who rewrote services, external-NT4BACJN-shop/ingress/tcp/http, external-SFJRS2S6-shop/reports/tcp/http, …", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, ok := masqByKey(AnalyzeMasquerade(fixture.Parse(t, c.input, c.name), c.cfg))[c.key]
+			if !ok {
+				t.Fatalf("no %s report", c.key)
+			}
+			if len(r.Findings) != 1 || len(r.Problems) != 1 || r.Findings[0].Problem != r.Problems[0] {
+				t.Fatalf("want one problem, its finding: problems %q findings %+v", r.Problems, r.Findings)
+			}
+			f := r.Findings[0]
+			if !strings.HasPrefix(f.Problem, c.problem) {
+				t.Errorf("problem\n%q\nwant it to begin\n%q", f.Problem, c.problem)
+			}
+			if !slices.Equal(f.Differs, c.differs) {
+				t.Errorf("differs %q, want %q", f.Differs, c.differs)
+			}
+			var ev []string
+			for _, u := range f.Evidence {
+				if u.Op == OpConfigured {
+					ev = append(ev, "configured")
+					if u.Source != "cfg.yaml" || u.Mark == "" || u.Bits == "" {
+						t.Errorf("configured evidence %+v", u)
+					}
+					continue
+				}
+				ev = append(ev, u.Chain+" "+u.Op)
+				if !strings.Contains(u.Rule, "0x") || u.Bits != MarkBits(parseMark(t, u.Mark)) {
+					t.Errorf("evidence %+v", u)
+				}
+			}
+			if !slices.Equal(ev, c.evidence) {
+				t.Errorf("evidence %q, want %q", ev, c.evidence)
+			}
+			if (len(f.Odd) == 0) != (len(c.differs) == 0) {
+				t.Errorf("odd uses %+v, differs %q", f.Odd, f.Differs)
+			}
+			if r.Remedy(r.Problems[0]) != f.Remedy || r.Remedy("another problem") != "" {
+				t.Errorf("Remedy(problem) %q, want the finding's", r.Remedy(r.Problems[0]))
+			}
+			if !strings.Contains(f.Remedy, c.remedy) || c.noRemedy != "" && strings.Contains(f.Remedy, c.noRemedy) {
+				t.Errorf("remedy %q, want %q and not %q", f.Remedy, c.remedy, c.noRemedy)
+			}
+		})
+	}
+}
+
+func parseMark(t *testing.T, s string) uint32 {
+	t.Helper()
+	var v uint32
+	if _, err := fmt.Sscanf(s, "0x%x", &v); err != nil {
+		t.Fatalf("mark %q: %v", s, err)
+	}
+	return v
+}
+
+func TestMarkBits(t *testing.T) {
+	for v, want := range map[uint32]string{
+		0x4000: "bit 14", 0x8000: "bit 15", 0x80000000: "bit 31", 1: "bit 0",
+		0xc000: "bits 14+15, not one bit", 0: "no bit", 0xffffffff: "32 bits, not one bit",
+	} {
+		if got := MarkBits(v); got != want {
+			t.Errorf("MarkBits(%#x) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestMasqueradeCell: a sweep's MASQ column says which bits the rules use,
+// never "?".
+func TestMasqueradeCell(t *testing.T) {
+	small := filepath.Join(fixture.Root, "small-v1.37")
+	save4, _ := fixture.Text(t, small, "iptables/save-nft-ipv4.txt")
+	nftText, _ := fixture.Text(t, small, "nftables/ruleset.txt")
+	bit15, _ := fixture.Text(t, filepath.Join(fixture.Root, "masq-bit15-v1.37"), "iptables/save-nft-ipv4.txt")
+	for _, c := range []struct{ name, input, want string }{
+		{"healthy", save4, "bit 14"},
+		{"healthy bit 15", bit15, "bit 15"},
+		{"healthy nftables", nftText, "bit 14"},
+		{"set bit 15", strings.Replace(save4, "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000", "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x8000/0x8000", 1), "bit 15≠14!"},
+		{"tested bit 15", strings.Replace(save4, "! --mark 0x4000/0x4000 -j RETURN", "! --mark 0x8000/0x8000 -j RETURN", 1), "bit 14≠15!"},
+		{"two bits", strings.Replace(save4, "--set-xmark 0x4000/0x4000", "--set-xmark 0xc000/0xc000", 1), "bits 14+15≠14!"},
+		{"nft cleared bit 15", strings.ReplaceAll(nftText, "meta mark ^ 0x00004000", "meta mark ^ 0x00008000"), "bit 14≠15!"},
+		{"no mark rules", "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-POSTROUTING - [0:0]\nCOMMIT\n", "none!"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reps := AnalyzeMasquerade(fixture.Parse(t, c.input, c.name), nil)
+			if got := masqueradeCell(reps); got != c.want {
+				t.Errorf("cell %q, want %q", got, c.want)
+			}
+		})
 	}
 }

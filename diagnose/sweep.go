@@ -326,14 +326,8 @@ func countsDrift(r *RuleCounts) int {
 func masqueradeCell(fams []MasqReport) string {
 	var cells []string
 	seen := map[string]bool{}
-	for _, f := range fams {
-		cell := "bit " + fmt.Sprint(f.MasqueradeBit)
-		if f.MasqueradeBit < 0 {
-			cell = "?"
-		}
-		if len(f.Problems) > 0 || len(f.Conflicts) > 0 {
-			cell += "!"
-		}
+	for i := range fams {
+		cell := fams[i].BitCell()
 		if !seen[cell] {
 			seen[cell] = true
 			cells = append(cells, cell)

@@ -3,6 +3,8 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 const masqExample = `  # The masquerade mark kube-proxy programmed, and what else uses that bit
@@ -88,12 +91,8 @@ func renderMasq(out io.Writer, t *Terminal, reps []diagnose.MasqReport) error {
 		if r.Backend != "" {
 			head += " (" + string(r.Backend) + ")"
 		}
-		bit := "not a single bit"
-		if r.MasqueradeBit >= 0 {
-			bit = fmt.Sprintf("bit %d", r.MasqueradeBit)
-		}
 		fmt.Fprintln(out, st.group.Render(head)+"  "+st.dim.Render(r.Shape))
-		fmt.Fprintf(out, "  mark          %s (%s)\n", r.Mark, bit)
+		fmt.Fprintf(out, "  mark          %s\n", wrapIndent(markLine(&r), t.Width-16, 16))
 		fmt.Fprintf(out, "  random-fully  %s\n", yesNo(r.RandomFully))
 		agree := st.good.Render("yes")
 		if !r.Agree {
@@ -101,11 +100,7 @@ func renderMasq(out io.Writer, t *Terminal, reps []diagnose.MasqReport) error {
 		}
 		fmt.Fprintf(out, "  set = tested  %s\n", agree)
 		if r.ConfigBit != nil {
-			ok := st.good.Render("agrees")
-			if r.ConfigAgrees != nil && !*r.ConfigAgrees {
-				ok = st.bad.Render("DISAGREES")
-			}
-			fmt.Fprintf(out, "  config        masqueradeBit %d: %s\n", *r.ConfigBit, ok)
+			fmt.Fprintf(out, "  config        masqueradeBit %d: %s\n", *r.ConfigBit, configWords(st, &r))
 		}
 		for _, g := range []struct {
 			label string
@@ -116,7 +111,7 @@ func renderMasq(out io.Writer, t *Terminal, reps []diagnose.MasqReport) error {
 				if i == 0 {
 					label = g.label
 				}
-				fmt.Fprintf(out, "  %-12s  %s\n", label, st.dim.Render(fitRule(ref.Table+" "+ref.Chain+": "+ref.Rule, t.Width-16)))
+				fmt.Fprintf(out, "  %-12s  %s\n", label, dimLines(st, fitRule(ref.Table+" "+ref.Chain+": "+ref.Rule, ref.Mark, t.Width-16)))
 			}
 		}
 		if r.SetByTotal > len(r.SetBy) {
@@ -130,6 +125,7 @@ func renderMasq(out io.Writer, t *Terminal, reps []diagnose.MasqReport) error {
 		}
 		for _, p := range r.Problems {
 			fmt.Fprintln(out, "  "+st.bad.Render("problem")+"       "+wrapIndent(p, t.Width-16, 16))
+			renderMasqFinding(out, t, r.Findings, p)
 		}
 		for _, n := range r.Notes {
 			fmt.Fprintln(out, "  "+st.dim.Render("note")+"          "+wrapIndent(n, t.Width-16, 16))
@@ -138,12 +134,174 @@ func renderMasq(out io.Writer, t *Terminal, reps []diagnose.MasqReport) error {
 	return nil
 }
 
-// fitRule shortens a long rule to width columns.
-func fitRule(s string, width int) string {
-	if width < 20 || len(s) <= width {
-		return s
+// renderMasqFinding prints the evidence and the fix of problem p: the uses
+// of the mark that agree with each other, and what to do.
+func renderMasqFinding(out io.Writer, t *Terminal, fs []diagnose.MasqFinding, p string) {
+	st := t.styles()
+	for _, f := range fs {
+		if f.Problem != p {
+			continue
+		}
+		for i, u := range f.Evidence {
+			label := ""
+			if i == 0 {
+				label = "evidence"
+			}
+			fmt.Fprintf(out, "  %-12s  %s\n", label, dimLines(st, fitRule(useLine(u), u.Mark, t.Width-16)))
+		}
+		if f.More > 0 {
+			fmt.Fprintf(out, "  %-12s  %s\n", "", st.dim.Render(fmt.Sprintf("… %d more %s", f.More, pluralWord(f.More, "rule", "rules"))))
+		}
+		if f.Remedy != "" {
+			fmt.Fprintln(out, "  "+st.good.Render("fix")+"           "+wrapIndent(f.Remedy, t.Width-16, 16))
+		}
+		return
 	}
-	return s[:width-1] + "…"
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// useLine is one use of the mark: "nat KUBE-POSTROUTING tests: RULE", or
+// "configured: iptables.masqueradeBit: 15 in FILE".
+func useLine(u diagnose.MarkUse) string {
+	if u.Op == diagnose.OpConfigured {
+		return "configured: " + u.Rule + " in " + u.Source
+	}
+	return u.Table + " " + u.Chain + " " + u.Op + ": " + u.Rule
+}
+
+// configWords says which of the rules use the configured bit: "agrees",
+// "DISAGREES", or "as tested and cleared, not as set".
+func configWords(st styles, r *diagnose.MasqReport) string {
+	if r.ConfigAgrees != nil && *r.ConfigAgrees {
+		return st.good.Render("agrees")
+	}
+	if *r.ConfigBit < 0 || *r.ConfigBit > 31 {
+		return st.bad.Render("DISAGREES")
+	}
+	want := uint32(1) << uint(*r.ConfigBit)
+	var as, not []string
+	for _, g := range markRefs(r) {
+		same, other := false, false
+		for _, ref := range g.refs {
+			v, err := strconv.ParseUint(strings.TrimPrefix(ref.Mark, "0x"), 16, 32)
+			same = same || err == nil && uint32(v) == want
+			other = other || err != nil || uint32(v) != want
+		}
+		if same {
+			as = append(as, g.op)
+		}
+		if other {
+			not = append(not, g.op)
+		}
+	}
+	if len(as) == 0 {
+		return st.bad.Render("DISAGREES")
+	}
+	return st.bad.Render("as " + strings.Join(as, " and ") + ", not as " + strings.Join(not, " and "))
+}
+
+// markLine labels the mark by what each kind of rule uses: "0x00004000
+// (bit 14)" when they agree, else "set 0x00008000 (bit 15), tested and
+// cleared 0x00004000 (bit 14)".
+func markLine(r *diagnose.MasqReport) string {
+	var order []string
+	ops := map[string][]string{}
+	for _, g := range markRefs(r) {
+		seen := map[string]bool{}
+		for _, ref := range g.refs {
+			if ref.Mark == "" || seen[ref.Mark] {
+				continue
+			}
+			seen[ref.Mark] = true
+			if ops[ref.Mark] == nil {
+				order = append(order, ref.Mark)
+			}
+			ops[ref.Mark] = append(ops[ref.Mark], g.op)
+		}
+	}
+	label := func(m string) string {
+		v, err := strconv.ParseUint(strings.TrimPrefix(m, "0x"), 16, 32)
+		if err != nil {
+			return m
+		}
+		return m + " (" + diagnose.MarkBits(uint32(v)) + ")"
+	}
+	switch len(order) {
+	case 0:
+		if r.Mark == "" {
+			return "not seen"
+		}
+		return label(r.Mark)
+	case 1:
+		return label(order[0])
+	}
+	var parts []string
+	for _, m := range order {
+		parts = append(parts, strings.Join(ops[m], " and ")+" "+label(m))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// markRefs are the rules that set, test and clear the mark, by what they
+// do; KUBE-FORWARD's accept of marked packets only when nothing else tests
+// it (it is evidence, the masquerading is the story).
+func markRefs(r *diagnose.MasqReport) []struct {
+	op   string
+	refs []diagnose.RuleRef
+} {
+	var tested []diagnose.RuleRef
+	for _, ref := range r.TestedBy {
+		if ref.Chain != kubeproxy.ChainForward {
+			tested = append(tested, ref)
+		}
+	}
+	if len(tested) == 0 {
+		tested = r.TestedBy
+	}
+	return []struct {
+		op   string
+		refs []diagnose.RuleRef
+	}{{"set", r.SetBy}, {"tested", tested}, {"cleared", r.ClearedBy}}
+}
+
+// markToken finds hexadecimal numbers in rule text.
+var markToken = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+
+// dimLines renders the lines of a wrapped rule dim, each on its own (a
+// block would be padded), the continuations under the first.
+func dimLines(st styles, lines []string) string {
+	for i, l := range lines {
+		lines[i] = st.dim.Render(l)
+	}
+	return strings.Join(lines, "\n"+strings.Repeat(" ", 16))
+}
+
+// fitRule fits a rule to width columns, never cutting it before the last
+// number equal to mark (the mark the line is evidence of): a rule whose
+// mark lies beyond the width is wrapped instead.
+func fitRule(s, mark string, width int) []string {
+	rs := []rune(s)
+	if width < 20 || len(rs) <= width {
+		return []string{s}
+	}
+	end := 0
+	if want, err := strconv.ParseUint(strings.TrimPrefix(mark, "0x"), 16, 32); err == nil {
+		for _, loc := range markToken.FindAllStringIndex(s, -1) {
+			if v, err := strconv.ParseUint(s[loc[0]+2:loc[1]], 16, 32); err == nil && v == want {
+				end = len([]rune(s[:loc[1]]))
+			}
+		}
+	}
+	if end < width {
+		return []string{string(rs[:width-1]) + "…"}
+	}
+	return strings.Split(wrap(s, width), "\n")
 }
 
 // wrapIndent wraps s and indents the continuation lines by n spaces.
