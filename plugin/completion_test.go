@@ -182,7 +182,7 @@ func TestCompleteThroughCommandTree(t *testing.T) {
 		{[]string{"__complete", "ma"}, []string{"map"}, true},
 		{[]string{"__complete", "--kubeconfig", kubeconfig, "--context", ""}, []string{"prod", "staging"}, false},
 		{[]string{"__complete", "--kubeconfig", kubeconfig, "--user", ""}, []string{"admin"}, false},
-		{[]string{"__complete", "version", "-o", ""}, []string{"text", "json", "yaml"}, false},
+		{[]string{"__complete", "version", "-o", ""}, []string{"text", "wide", "json", "yaml"}, false},
 		// An unreachable API server: no candidates, no file names, no hang.
 		{[]string{"__complete", "--kubeconfig", kubeconfig, "--request-timeout", "2s", "map", "--node", ""}, nil, false},
 		{[]string{"__complete", "--kubeconfig", kubeconfig, "--request-timeout", "2s", "-n", ""}, nil, false},

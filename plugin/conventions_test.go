@@ -73,6 +73,14 @@ func TestOutputFormsOnEveryCommand(t *testing.T) {
 				if !strings.HasPrefix(n, c.kind+"/") || len(n) == len(c.kind)+1 {
 					t.Errorf("-o name line %q is not %s/NAME", n, c.kind)
 				}
+				// One word a shell takes unquoted, one slash (kubectl's KIND/NAME).
+				if !shellSafeName.MatchString(n) {
+					t.Errorf("-o name line %q needs quoting or has a second slash", n)
+				}
+			}
+			// The templates see the whole report: its own kind, not a List.
+			if got := runOK(t, append(args, "-o", `jsonpath={.kind}`)...); got == "" || got == "List" || got != runOK(t, append(args, "-o", `go-template={{.kind}}`)...) {
+				t.Errorf("jsonpath {.kind} %q", got)
 			}
 			// jsonpath and go-template see the rows as a List.
 			jp := lines(runOK(t, append(args, "-o", `jsonpath={range .items[*]}{.`+c.field+`}{"\n"}{end}`)...))
@@ -101,7 +109,8 @@ func TestOutputFormsOnEveryCommand(t *testing.T) {
 			if !slices.Equal(trimAll(sorted), trimAll(want)) {
 				t.Errorf("--sort-by .%s: %q, want %q", c.field, sorted, want)
 			}
-			// -o wide: meaningful (more than the text), or refused.
+			// -o wide: meaningful (more than the text), or the text, as
+			// kubectl prints where there is nothing wider.
 			text := runOK(t, args...)
 			if c.wide {
 				// One line a chain, under a header of more columns.
@@ -109,11 +118,8 @@ func TestOutputFormsOnEveryCommand(t *testing.T) {
 				if len(wide) < len(names)+1 || len(strings.Fields(wide[0])) < 8 || strings.Join(wide, "\n") == text {
 					t.Errorf("-o wide: %d lines for %d chains, header %q", len(wide), len(names), wide[0])
 				}
-			} else {
-				_, _, err := runCmd(t, nil, append(args, "-o", "wide")...)
-				if err == nil || !strings.Contains(err.Error(), "has no wide output") {
-					t.Errorf("-o wide: %v, want it refused", err)
-				}
+			} else if wide := runOK(t, append(args, "-o", "wide")...); wide != text {
+				t.Errorf("-o wide:\n%s\nwant the text:\n%s", wide, text)
 			}
 			// JSON and YAML are the whole report, the same in both.
 			var fromJSON, fromYAML map[string]any
@@ -152,7 +158,7 @@ func TestOutputFlagErrors(t *testing.T) {
 		{[]string{"map", "-o", "table"}, "-o must be one of"},
 		{[]string{"map", "-o", "json=x"}, "takes no argument"},
 		{[]string{"map", "--sort-by", ".chain"}, "--sort-by orders the rows of -o name"},
-		{[]string{"triage", "-o", "wide"}, "triage has no wide output"},
+		{[]string{"triage", "-o", "wide=x"}, "takes no argument"},
 	} {
 		_, _, err := runCmd(t, nil, append(tc.args, in...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -477,7 +483,7 @@ func TestCompletionOffline(t *testing.T) {
 		not  []string
 	}{
 		{[]string{"map", "-o", ""}, []string{"json", "yaml", "wide", "name", "jsonpath=", "custom-columns="}, nil},
-		{[]string{"triage", "-o", ""}, []string{"json", "name", "go-template="}, []string{"wide"}},
+		{[]string{"triage", "-o", ""}, []string{"json", "wide", "name", "go-template="}, nil},
 		{[]string{"map", "--color", ""}, []string{"auto", "always", "never"}, nil},
 		{[]string{"map", "--reader", ""}, []string{"auto"}, nil},
 		{[]string{"map", "--via", ""}, []string{"auto", "debug-pod", "kube-proxy"}, nil},

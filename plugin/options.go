@@ -156,7 +156,7 @@ func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
 	default:
 		out := newSanitizingWriter(o.IOStreams.Out, o.Out.term) // names and notes are untrusted text
 		if o.Out.Listed() {
-			err = o.Out.printRows(out, b.rows())
+			err = o.Out.printRows(out, withCollection{b.report, l.Collected}, b.rows())
 		} else if err = b.render(out, o.Out.term); err == nil {
 			renderNotChecked(out, o.Out.term, b.notChecked)
 		}

@@ -22,8 +22,8 @@ type OutputOptions struct {
 	Color     string
 	NoHeaders bool
 	SortBy    string
-	// wide says whether -o wide means something to the command; where it
-	// does not, it is refused.
+	// wide says whether -o wide shows more than the text; where it does
+	// not, -o wide prints the text, as kubectl does.
 	wide bool
 	// command names the command in errors.
 	command string
@@ -42,28 +42,23 @@ var ColorModes = []string{"auto", "always", "never"}
 // wide form.
 func (o *OutputOptions) AddFlags(cmd *cobra.Command, wide bool) {
 	o.Output, o.Color, o.wide, o.command = "text", "auto", wide, cmd.Name()
-	formats := "text, json, yaml, name, jsonpath=…, jsonpath-file=…, go-template=…, go-template-file=…, custom-columns=… or custom-columns-file=…"
+	formats := "text, wide, json, yaml, name, jsonpath=…, jsonpath-file=…, go-template=…, go-template-file=…, custom-columns=… or custom-columns-file=…"
+	wideWords := "wide prints the text (there is nothing wider)"
 	if wide {
-		formats = "text, wide, " + strings.TrimPrefix(formats, "text, ")
+		wideWords = "wide adds columns"
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: "+formats+"; the templates see the report's rows as a List ({.items[*]})")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: "+formats+"; "+wideWords+
+		"; name prints KIND/NAME for each row, NAME one word a shell takes unquoted (\"/\" becomes \".\"); the templates see the whole report ({.status}), its rows as items ({.items[*]})")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "print tables and custom-columns without their header line")
 	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "sort the rows by a JSONPath expression on each row, e.g. '{.servicePort}'")
-	_ = cmd.RegisterFlagCompletionFunc("output", outputCompletion(wide))
+	_ = cmd.RegisterFlagCompletionFunc("output", outputCompletion())
 	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(ColorModes, cobra.ShellCompDirectiveNoFileComp))
 }
 
-func outputCompletion(wide bool) cobra.CompletionFunc {
+func outputCompletion() cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		var out []string
-		for _, f := range OutputFormats {
-			if f == "wide" && !wide {
-				continue
-			}
-			out = append(out, f)
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		return OutputFormats, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	}
 }
 
@@ -81,13 +76,9 @@ func (o *OutputOptions) Complete(out io.Writer) error {
 func (o *OutputOptions) Validate() error {
 	format, arg, _ := strings.Cut(o.Output, "=")
 	switch format {
-	case "text", "json", "yaml", "name":
+	case "text", "wide", "json", "yaml", "name":
 		if arg != "" {
 			return fmt.Errorf("-o %s takes no argument", format)
-		}
-	case "wide":
-		if !o.wide {
-			return fmt.Errorf("%s has no wide output: its text already shows everything; use -o yaml for the whole report", o.command)
 		}
 	case "jsonpath", "jsonpath-file", "go-template", "go-template-file", "template", "templatefile", "custom-columns", "custom-columns-file":
 		if !strings.Contains(o.Output, "=") || arg == "" {
@@ -189,8 +180,9 @@ func sortRows(expr string, items []map[string]any) ([]int, error) {
 	return order, nil
 }
 
-// printRows prints the rows with -o name, a template or custom columns.
-func (o *OutputOptions) printRows(out io.Writer, r rows) error {
+// printRows prints the rows with -o name, a template (which sees the whole
+// report, the rows as its items) or custom columns.
+func (o *OutputOptions) printRows(out io.Writer, report any, r rows) error {
 	items, err := r.maps()
 	if err != nil {
 		return err
@@ -206,7 +198,7 @@ func (o *OutputOptions) printRows(out io.Writer, r rows) error {
 	}
 	if o.Output == "name" {
 		for _, i := range order {
-			fmt.Fprintf(out, "%s/%s\n", r.kind, r.name(i))
+			fmt.Fprintf(out, "%s/%s\n", r.kind, shellName(r.name(i)))
 		}
 		return nil
 	}
@@ -214,13 +206,69 @@ func (o *OutputOptions) printRows(out io.Writer, r rows) error {
 	for k, i := range order {
 		sorted[k] = items[i]
 	}
-	return o.list.print(out, sorted, o.NoHeaders)
+	return o.list.print(out, func() (map[string]any, error) { return wholeReport(report, sorted) }, sorted, o.NoHeaders)
 }
 
-// listPrinter prints rows with a template (seeing them as a List) or as
-// custom columns (one line a row).
+// wholeReport is the report as a template sees it: its JSON fields, with
+// the rows as items (an ExplanationList's items are its Services: the
+// rows, its ports, replace them), and an apiVersion and kind always.
+func wholeReport(report any, items []map[string]any) (map[string]any, error) {
+	obj := map[string]any{}
+	if report != nil {
+		data, err := json.Marshal(report)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &obj); err != nil {
+			obj = map[string]any{} // not an object: the rows alone
+		}
+	}
+	list := make([]any, len(items))
+	for i, it := range items {
+		list[i] = it
+	}
+	obj["items"] = list
+	if _, ok := obj["apiVersion"].(string); !ok {
+		obj["apiVersion"] = APIVersion
+	}
+	if _, ok := obj["kind"].(string); !ok {
+		obj["kind"] = "List"
+	}
+	return obj, nil
+}
+
+// shellName makes a row's name one word a shell takes as it is, without a
+// slash (kubectl's KIND/NAME has one): "/" and blanks become "." and what
+// a shell treats specially (brackets, parentheses, quotes, "*", "$", …)
+// is dropped.
+func shellName(s string) string {
+	var b strings.Builder
+	dot := false
+	for _, r := range s {
+		switch {
+		case r == '/' || r == ' ' || r == '\t' || r == '\n':
+			dot = b.Len() > 0
+			continue
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("._:@%+=,-", r):
+		default:
+			continue
+		}
+		if dot && !strings.HasSuffix(b.String(), ".") && r != '.' {
+			b.WriteByte('.')
+		}
+		dot = false
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "-"
+	}
+	return b.String()
+}
+
+// listPrinter prints rows with a template (seeing the whole report, built
+// by whole when asked) or as custom columns (one line a row).
 type listPrinter interface {
-	print(out io.Writer, items []map[string]any, noHeaders bool) error
+	print(out io.Writer, whole func() (map[string]any, error), items []map[string]any, noHeaders bool) error
 }
 
 func newListPrinter(format, arg string) (listPrinter, error) {
@@ -251,16 +299,16 @@ func newListPrinter(format, arg string) (listPrinter, error) {
 	return newColumns(strings.TrimSpace(text), format)
 }
 
-// templatePrinter runs a cli-runtime printer on the rows as a List.
+// templatePrinter runs a cli-runtime printer on the whole report, its rows
+// as items.
 type templatePrinter struct{ p printers.ResourcePrinter }
 
-func (t templatePrinter) print(out io.Writer, items []map[string]any, _ bool) error {
-	list := make([]any, len(items))
-	for i, it := range items {
-		list[i] = it
+func (t templatePrinter) print(out io.Writer, whole func() (map[string]any, error), _ []map[string]any, _ bool) error {
+	obj, err := whole()
+	if err != nil {
+		return err
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": APIVersion, "kind": "List", "items": list}}
-	return t.p.PrintObj(obj, out)
+	return t.p.PrintObj(&unstructured.Unstructured{Object: obj}, out)
 }
 
 // columns is -o custom-columns=HEADER:JSONPATH,…
@@ -301,7 +349,7 @@ func newColumns(spec, format string) (*columns, error) {
 	return c, nil
 }
 
-func (c *columns) print(out io.Writer, items []map[string]any, noHeaders bool) error {
+func (c *columns) print(out io.Writer, _ func() (map[string]any, error), items []map[string]any, noHeaders bool) error {
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	if !noHeaders {
 		fmt.Fprintln(tw, strings.Join(c.headers, "\t"))

@@ -102,8 +102,8 @@ cluster.`,
 			return o.Run()
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, json or yaml")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, wide (the text), json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -112,8 +112,11 @@ func (o *VersionOptions) Validate() error {
 	switch o.Output {
 	case "text", "json", "yaml":
 		return nil
+	case "wide": // kubectl's -o wide: the text, there being nothing wider
+		o.Output = "text"
+		return nil
 	}
-	return fmt.Errorf("-o must be one of text, json, yaml, not %q", o.Output)
+	return fmt.Errorf("-o must be one of text, wide, json, yaml, not %q", o.Output)
 }
 
 // Run prints the version.

@@ -103,8 +103,14 @@ func TestVersionDefaults(t *testing.T) {
 }
 
 func TestVersionBadOutput(t *testing.T) {
-	_, _, err := runCmd(t, nil, "version", "-o", "wide")
-	if err == nil || !strings.Contains(err.Error(), "text, json, yaml") {
-		t.Errorf("version -o wide: %v", err)
+	_, _, err := runCmd(t, nil, "version", "-o", "table")
+	if err == nil || !strings.Contains(err.Error(), "text, wide, json, yaml") {
+		t.Errorf("version -o table: %v", err)
+	}
+	// -o wide is kubectl's: the text, there being nothing wider.
+	wide, _, err := runCmd(t, nil, "version", "-o", "wide")
+	text, _, _ := runCmd(t, nil, "version")
+	if err != nil || wide != text {
+		t.Errorf("version -o wide: %v\n%s\nwant the text\n%s", err, wide, text)
 	}
 }
