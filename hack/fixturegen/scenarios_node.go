@@ -310,6 +310,41 @@ func ingressPodMoved(before *ObjectSet) *ObjectSet {
 	return after
 }
 
+// ---------------------------------------------------------------------------
+// outage-v1.37
+
+// checkoutSpec is shop/checkout, three endpoints in the given condition.
+func checkoutSpec(mk func(ip, node, pod string) ep) svcSpec {
+	return svcSpec{
+		ns: "shop", name: "checkout",
+		clusterIPs: []string{"10.96.10.20"},
+		ports:      []port{{name: "http", port: 80, target: 8080}},
+		v4: []ep{
+			mk("10.244.0.161", "node-a", podName("checkout", 0)),
+			mk("10.244.1.161", "node-b", podName("checkout", 1)),
+			mk("10.244.2.161", "node-c", podName("checkout", 2)),
+		},
+	}
+}
+
+// unreadyEP is an endpoint whose pod fails its readiness probe: not
+// ready, not serving, not terminating.
+func unreadyEP(ip, node, pod string) ep {
+	return ep{ip: ip, node: node, pod: pod}
+}
+
+func outageObjects() *ObjectSet {
+	resourceVersion = 1000
+	return buildSet(append(smallSpecs(), checkoutSpec(readyEP)))
+}
+
+// checkoutUnready: every shop/checkout pod fails its readiness probe.
+func checkoutUnready(before *ObjectSet) *ObjectSet {
+	after := before.clone()
+	replaceSlices(after, checkoutSpec(unreadyEP))
+	return after
+}
+
 func ipv4Only(s string) func(v1.IPFamily) string {
 	return func(f v1.IPFamily) string {
 		if f == v1.IPv4Protocol {
@@ -371,6 +406,18 @@ func init() {
 			},
 			LegacyBackend:  "small-v1.34",
 			LeftoverChains: []LeftoverChain{xlbLeftover("written by kube-proxy <= 1.23 (KUBE-XLB was replaced by KUBE-EXT/KUBE-SVL in 1.24); current kube-proxy never writes or deletes it, so expected.json marks it stale:true")},
+		},
+		&Scenario{
+			Name: "outage-v1.37",
+			Description: "an outage the rules get right (kube-proxy v1.37.2): the small set plus shop/checkout (10.96.10.20:80, 3 endpoints), " +
+				"synced once with its endpoints ready; then all three pods fail their readiness probe (ready, serving and terminating false) and " +
+				"kube-proxy syncs again: it writes the \"has no endpoints\" reject for shop/checkout, as it should. objects.json is the state " +
+				"after the churn.",
+			MasqueradeBit: 14,
+			Modes:         []string{"iptables", "nftables"},
+			Version:       "v1.37",
+			Objects:       outageObjects,
+			Churn:         checkoutUnready,
 		},
 		&Scenario{
 			Name: "sync-failure-v1.37",
