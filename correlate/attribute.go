@@ -557,9 +557,34 @@ var nftKinds = map[string]kubeproxy.ChainKind{
 	kubeproxy.NFTPrefixEndpoint: kubeproxy.KindEndpoint,
 }
 
+// nftReferenced is the set of t's chains a rule or verdict-map element
+// jumps or goes to.
+func nftReferenced(t *inspect.NFTTable) map[string]bool {
+	ref := map[string]bool{}
+	for _, c := range t.Chains {
+		for _, r := range c.Rules {
+			for _, to := range r.Info.Jumps {
+				ref[to] = true
+			}
+			for _, to := range r.Info.Gotos {
+				ref[to] = true
+			}
+		}
+	}
+	for _, m := range t.Maps {
+		for _, el := range m.Elements {
+			if to := verdictTarget(el); to != "" {
+				ref[to] = true
+			}
+		}
+	}
+	return ref
+}
+
 // nftables appends the chains of t to out.
 func (idx *index) nftables(out []ChainOwner, t *inspect.NFTTable, haveObjects bool) []ChainOwner {
 	ref := &TableRef{Mode: string(kubeproxy.ModeNFTables), Family: string(t.IPFamily()), Table: t.Name}
+	var referenced map[string]bool // computed when an empty chain needs it
 	for _, c := range t.Chains {
 		o := ChainOwner{TableRef: ref, Chain: c.Name, Kind: kubeproxy.KindFixed, Rules: int32(len(c.Rules)), Evidence: EvidenceFixed}
 		n, ok := ParseNFTName(c.Name)
@@ -574,6 +599,18 @@ func (idx *index) nftables(out []ChainOwner, t *inspect.NFTTable, haveObjects bo
 			o.Evidence = EvidenceHash
 			if n.HashOK {
 				o.Evidence = EvidenceHash | EvidenceName
+			}
+			// kube-proxy flushes a chain it no longer uses (a Service port
+			// whose endpoints all went unready keeps its name but loses its
+			// service chain) and deletes it a sync later: empty and
+			// unreferenced, it is stale though its owner is current. An
+			// emptied chain something still jumps to is not: explain
+			// judges that one.
+			if haveObjects && len(c.Rules) == 0 {
+				if referenced == nil {
+					referenced = nftReferenced(t)
+				}
+				o.Stale = !referenced[c.Name]
 			}
 			out = append(out, o)
 			continue

@@ -304,6 +304,7 @@ func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEnt
 	for _, c := range correlate.Attribute(n.Ruleset, objs).Chains {
 		switch {
 		case c.Kind == kubeproxy.KindFixed || c.Kind == kubeproxy.KindEndpoint:
+		case c.Stale && c.ServicePort != "": // listed as a stale chain below
 		case c.ServicePort == "":
 			unowned = append(unowned, c.Family+" "+c.Chain)
 		default:
@@ -346,6 +347,11 @@ func ownedThings(n *Node, objs *correlate.Objects) (map[spKey]map[string]DiffEnt
 		for _, c := range found.Chains {
 			if c.ServicePort == "" {
 				unowned = append(unowned, c.Family+" "+c.Chain)
+				continue
+			}
+			if c.Flushed && !c.Referenced {
+				// kube-proxy's own cleanup, a sync away: nothing to
+				// traffic, and two nodes differ in it by timing alone.
 				continue
 			}
 			add(spKey{c.ServicePort, c.Family}, DiffEntry{What: "stale chain", Kind: string(c.Kind), Detail: c.Endpoint, Chain: c.Chain})
