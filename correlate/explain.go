@@ -21,18 +21,20 @@ import (
 
 // Explanation is what `explain` reports for one Service.
 type Explanation struct {
-	Namespace             string   `json:"namespace"`
-	Name                  string   `json:"name"`
-	Type                  string   `json:"type"`
-	ClusterIPs            []string `json:"clusterIPs,omitempty"`
-	ExternalIPs           []string `json:"externalIPs,omitempty"`
-	LoadBalancerIPs       []string `json:"loadBalancerIPs,omitempty"`
-	SourceRanges          []string `json:"loadBalancerSourceRanges,omitempty"`
-	SessionAffinity       string   `json:"sessionAffinity"`
-	AffinitySeconds       int32    `json:"affinitySeconds,omitempty"`
-	ExternalTrafficPolicy string   `json:"externalTrafficPolicy,omitempty"`
-	InternalTrafficPolicy string   `json:"internalTrafficPolicy"`
-	Node                  string   `json:"node,omitempty"`
+	Namespace       string   `json:"namespace"`
+	Name            string   `json:"name"`
+	Type            string   `json:"type"`
+	ClusterIPs      []string `json:"clusterIPs,omitempty"`
+	ExternalIPs     []string `json:"externalIPs,omitempty"`
+	LoadBalancerIPs []string `json:"loadBalancerIPs,omitempty"`
+	SourceRanges    []string `json:"loadBalancerSourceRanges,omitempty"`
+	// Selector is the Service's pod selector (kubectl -l form), "" for none.
+	Selector              string `json:"selector,omitempty"`
+	SessionAffinity       string `json:"sessionAffinity"`
+	AffinitySeconds       int32  `json:"affinitySeconds,omitempty"`
+	ExternalTrafficPolicy string `json:"externalTrafficPolicy,omitempty"`
+	InternalTrafficPolicy string `json:"internalTrafficPolicy"`
+	Node                  string `json:"node,omitempty"`
 	// Zone is the node's topology.kubernetes.io/zone, when its Node object
 	// was given.
 	Zone  string     `json:"zone,omitempty"`
@@ -480,7 +482,7 @@ func (x *explainer) explain(opts ExplainOptions) (*Explanation, error) {
 	ex := &Explanation{
 		Namespace: first.Namespace, Name: first.Name, Type: string(first.Type),
 		ClusterIPs: first.ClusterIPs, ExternalIPs: first.ExternalIPs, LoadBalancerIPs: first.LoadBalancerIPs,
-		SourceRanges: first.SourceRanges, SessionAffinity: "None", AffinitySeconds: first.AffinitySeconds,
+		SourceRanges: first.SourceRanges, Selector: first.Selector, SessionAffinity: "None", AffinitySeconds: first.AffinitySeconds,
 		InternalTrafficPolicy: "Cluster", Node: opts.Node.Name, Zone: opts.Node.Zone, Ports: []PortPath{},
 	}
 	if first.AffinitySeconds > 0 {

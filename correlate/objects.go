@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/labels"
 	goruntime "runtime"
 	"slices"
 	"sort"
@@ -239,6 +240,9 @@ type ServicePort struct {
 	// Proxied is false for headless and ExternalName services, which
 	// kube-proxy writes no rules for.
 	Proxied bool
+	// Selector is the Service's pod selector as kubectl -l takes it, ""
+	// for none: where to look when its endpoints are not ready.
+	Selector string
 
 	Endpoints []Endpoint
 
@@ -288,6 +292,7 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 	var out []*ServicePort
 	for _, svc := range o.Services {
 		proxied := svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != ""
+		selector := labels.SelectorFromSet(svc.Spec.Selector).String()
 		for _, p := range svc.Spec.Ports {
 			sp := &ServicePort{
 				str:       ServicePortName(svc.Namespace, svc.Name, p.Name),
@@ -300,6 +305,7 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 				InternalLocal:       svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
 				HealthCheckNodePort: svc.Spec.HealthCheckNodePort,
 				Proxied:             proxied,
+				Selector:            selector,
 			}
 			if sp.Protocol == "" {
 				sp.Protocol = corev1.ProtocolTCP

@@ -269,7 +269,7 @@ var (
 	fastServiceFields = []string{"metadata.name", "metadata.namespace", "metadata.labels",
 		"spec.type", "spec.clusterIP", "spec.clusterIPs", "spec.ports[].name", "spec.ports[].protocol", "spec.ports[].port", "spec.ports[].nodePort",
 		"spec.externalIPs", "spec.loadBalancerSourceRanges", "spec.externalTrafficPolicy", "spec.internalTrafficPolicy", "spec.healthCheckNodePort",
-		"spec.sessionAffinity", "spec.sessionAffinityConfig.clientIP.timeoutSeconds", "status.loadBalancer.ingress[].ip"}
+		"spec.sessionAffinity", "spec.sessionAffinityConfig.clientIP.timeoutSeconds", "spec.selector", "status.loadBalancer.ingress[].ip"}
 	fastSliceFields = []string{"metadata.name", "metadata.namespace", "metadata.labels", "addressType",
 		"endpoints[].addresses", "endpoints[].conditions.ready", "endpoints[].conditions.serving", "endpoints[].conditions.terminating",
 		"endpoints[].nodeName", "endpoints[].zone", "endpoints[].hints.forZones[].name", "endpoints[].hints.forNodes[].name",
@@ -290,18 +290,27 @@ func (d *fastDecoder) metadata(m *metav1.ObjectMeta) {
 			m.Namespace = s.str(&d.intern)
 		case "labels":
 			s.seen(&mask, 4)
-			more, present := s.enterObject()
-			if present {
-				m.Labels = map[string]string{}
-			}
-			for ; more; more = s.nextMember() {
-				k := string(s.key())
-				m.Labels[k] = s.str(nil)
-			}
+			m.Labels = d.stringMap()
 		default:
 			s.skip()
 		}
 	}
+}
+
+// stringMap reads an object of strings (labels, a selector): nil for null,
+// empty but not nil for {}.
+func (d *fastDecoder) stringMap() map[string]string {
+	s := &d.s
+	var m map[string]string
+	more, present := s.enterObject()
+	if present {
+		m = map[string]string{}
+	}
+	for ; more; more = s.nextMember() {
+		k := string(s.key())
+		m[k] = s.str(nil)
+	}
+	return m
 }
 
 func (d *fastDecoder) serviceSpec(sp *corev1.ServiceSpec) {
@@ -351,6 +360,9 @@ func (d *fastDecoder) serviceSpec(sp *corev1.ServiceSpec) {
 		case "sessionAffinityConfig":
 			s.seen(&mask, 1<<10)
 			d.sessionAffinityConfig(&sp.SessionAffinityConfig)
+		case "selector":
+			s.seen(&mask, 1<<11)
+			sp.Selector = d.stringMap()
 		default:
 			s.skip()
 		}

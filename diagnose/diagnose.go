@@ -94,6 +94,7 @@ const (
 	ProblemShares            = "shares"            // shares do not add up to 1
 	ProblemNoReject          = "noReject"          // no usable endpoint, no reject rule
 	ProblemNoEndpoints       = "noEndpoints"       // the slices list none (informational)
+	ProblemNoneReady         = "noneReady"         // endpoints listed, none ready or serving: an outage the rules get right
 	ProblemRejectedWithReady = "rejectedWithReady" // rejected as "no endpoints" despite ready ones
 	ProblemMisnamed          = "misnamedChain"     // a chain's name belongs to another endpoint
 	ProblemSourceRanges      = "sourceRanges"      // loadBalancerSourceRanges not as programmed
