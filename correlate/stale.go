@@ -2,6 +2,8 @@ package correlate
 
 import (
 	"fmt"
+	"net"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,8 +21,10 @@ type StaleChain struct {
 	Table  string              `json:"table"`
 	Chain  string              `json:"chain"`
 	Kind   kubeproxy.ChainKind `json:"kind"`
-	// ServicePort is the former owner when it could be recovered.
+	// ServicePort is the former owner when it could be recovered;
+	// Protocol its protocol, as the chain's name or rules say.
 	ServicePort string   `json:"servicePort"`
+	Protocol    string   `json:"protocol,omitempty"`
 	Endpoint    string   `json:"endpoint,omitempty"`
 	Evidence    Evidence `json:"evidence"`
 	Rules       int      `json:"rules"`
@@ -29,6 +33,13 @@ type StaleChain struct {
 	// endpoint that is gone. Unreferenced stale chains are harmless.
 	Referenced   bool     `json:"referenced"`
 	ReferencedBy []string `json:"referencedBy,omitempty"`
+	// Entries are the addresses (IP:port, as a dispatch rule or map
+	// element matches them) whose new connections are sent here: what a
+	// deleted Service is still reached at.
+	Entries []string `json:"entries,omitempty"`
+	// DNAT are the destinations its own rules DNAT to (nftables' service
+	// chains, which hold their endpoints in a numgen map).
+	DNAT []string `json:"dnat,omitempty"`
 	// Flushed: an nftables chain kube-proxy has emptied and will delete on
 	// a later sync.
 	Flushed bool `json:"flushed,omitempty"`
@@ -123,12 +134,16 @@ func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects) *Stale {
 			continue
 		}
 		s := StaleChain{Mode: c.Mode, Family: c.Family, Table: c.Table, Chain: c.Chain, Kind: c.Kind,
-			ServicePort: c.ServicePort, Endpoint: c.Endpoint, Evidence: c.Evidence, Rules: int(c.Rules), Leftover: leftover}
+			ServicePort: c.ServicePort, Protocol: c.Protocol, Endpoint: c.Endpoint, Evidence: c.Evidence, Rules: int(c.Rules), Leftover: leftover}
 		if g := graphOf(c.Mode, c.Family, c.Table); g != nil {
 			s.ReferencedBy = g.referrers[c.Chain]
 			s.Referenced = g.reachable[c.Chain]
+			s.Entries = g.entries[c.Chain]
 		}
 		s.Flushed = c.Mode == string(kubeproxy.ModeNFTables) && c.Rules == 0
+		if c.Mode == string(kubeproxy.ModeNFTables) && c.Kind != kubeproxy.KindEndpoint {
+			s.DNAT = nftDNAT(rs, c.Family, c.Table, c.Chain)
+		}
 		rep.Chains = append(rep.Chains, s)
 	}
 	if res.HaveObjects {
@@ -151,14 +166,39 @@ func FindStale(rs *inspect.Ruleset, res *Result, objs *Objects) *Stale {
 	return rep
 }
 
+// nftDNAT lists the DNAT destinations of an nftables chain's rules.
+func nftDNAT(rs *inspect.Ruleset, family, table, chain string) []string {
+	var out []string
+	for _, t := range rs.NFTables {
+		if string(t.IPFamily()) != family || t.Name != table {
+			continue
+		}
+		if c := t.Chain(chain); c != nil {
+			for _, r := range c.Rules {
+				out = append(out, r.Info.DNAT...)
+			}
+		}
+	}
+	return out
+}
+
 // refGraph knows who refers to each chain and what traffic can reach.
 type refGraph struct {
 	referrers map[string][]string
 	reachable map[string]bool
+	// entries: the destinations (IP:port) a rule or map element matches
+	// before it sends to the chain.
+	entries map[string][]string
+}
+
+func (g *refGraph) addEntry(to, entry string) {
+	if !slices.Contains(g.entries[to], entry) {
+		g.entries[to] = append(g.entries[to], entry)
+	}
 }
 
 func iptablesGraph(t *inspect.IPTable) *refGraph {
-	g := &refGraph{referrers: map[string][]string{}, reachable: map[string]bool{}}
+	g := &refGraph{referrers: map[string][]string{}, reachable: map[string]bool{}, entries: map[string][]string{}}
 	edges := map[string][]string{}
 	for _, c := range t.Chains {
 		for _, r := range c.Rules {
@@ -167,6 +207,9 @@ func iptablesGraph(t *inspect.IPTable) *refGraph {
 			}
 			edges[c.Name] = append(edges[c.Name], r.Target)
 			g.addReferrer(r.Target, c.Name)
+			if m := r.More; m != nil && m.Destination.Set() && !m.Destination.Not && m.DPort.Set() && !m.DPort.Not {
+				g.addEntry(r.Target, net.JoinHostPort(strings.TrimSuffix(strings.TrimSuffix(m.Destination.Value, "/32"), "/128"), m.DPort.Value))
+			}
 		}
 	}
 	var roots []string
@@ -180,7 +223,7 @@ func iptablesGraph(t *inspect.IPTable) *refGraph {
 }
 
 func nftGraph(t *inspect.NFTTable) *refGraph {
-	g := &refGraph{referrers: map[string][]string{}, reachable: map[string]bool{}}
+	g := &refGraph{referrers: map[string][]string{}, reachable: map[string]bool{}, entries: map[string][]string{}}
 	edges := map[string][]string{}
 	add := func(from, to string) {
 		if t.Chain(to) == nil {
@@ -203,6 +246,9 @@ func nftGraph(t *inspect.NFTTable) *refGraph {
 					for _, el := range m.Elements {
 						if to := verdictTarget(el); to != "" {
 							add(c.Name, to)
+							if e := elementEntry(el); e != "" {
+								g.addEntry(to, e)
+							}
 						}
 					}
 				}
@@ -235,6 +281,15 @@ func (g *refGraph) walk(roots []string, edges map[string][]string) {
 		g.reachable[c] = true
 		stack = append(stack, edges[c]...)
 	}
+}
+
+// elementEntry is the IP:port a service-ips style element matches
+// (IP . protocol . port), "" for other keys.
+func elementEntry(el *knftables.Element) string {
+	if len(el.Key) != 3 || net.ParseIP(el.Key[0]) == nil {
+		return ""
+	}
+	return net.JoinHostPort(el.Key[0], el.Key[2])
 }
 
 func verdictTarget(el *knftables.Element) string {

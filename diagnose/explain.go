@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
@@ -21,7 +23,10 @@ type ServiceExplanation struct {
 	// Lookup is the chain explain was asked about, when it was given a
 	// chain name instead of the Service's.
 	Lookup *correlate.Lookup `json:"lookup,omitempty"`
-	Ports  []PortReport      `json:"ports"`
+	// Deleted: the Service is gone from the API objects; it was rebuilt
+	// from the chains the rules still have for it (ExplainFormerService).
+	Deleted bool         `json:"deleted,omitempty"`
+	Ports   []PortReport `json:"ports"`
 	// Status: healthy, problems, or incomplete (NotChecked says what).
 	Status     Status `json:"status"`
 	NotChecked []Gap  `json:"notChecked"`
@@ -148,7 +153,9 @@ func explainGaps(n *Node, ex *correlate.Explanation) []Gap {
 func judgeExplanation(ex *correlate.Explanation) *ServiceExplanation {
 	rep := &ServiceExplanation{Explanation: ex, Ports: make([]PortReport, 0, len(ex.Ports))}
 	for i := range ex.Ports {
-		rep.Ports = append(rep.Ports, PortReport{PortPath: ex.Ports[i], Problems: judgePort(&ex.Ports[i])})
+		ps := append(judgePort(&ex.Ports[i]), judgeReadiness(ex, &ex.Ports[i])...)
+		sortProblems(ps)
+		rep.Ports = append(rep.Ports, PortReport{PortPath: ex.Ports[i], Problems: ps})
 	}
 	return rep
 }
@@ -360,9 +367,6 @@ func judgeEndpoints(pp *correlate.PortPath, problem func(Severity, string, []str
 	rejects := hasEntry(pp.Entries, "noEndpoints") || hasEntry(pp.Entries, "noLocalEndpoints")
 	if !expectedAny && !haveInternal && !rejects && len(pp.Entries) > 0 {
 		problem(SeverityWarning, ProblemNoReject, nil, "the service has no usable endpoints but no \"has no endpoints\" reject rule")
-	}
-	if !expectedAny && inSlices == 0 {
-		problem(SeverityInfo, ProblemNoEndpoints, nil, "the EndpointSlices list no endpoints for this port (selector matches no ready pod?)")
 	}
 	if expectedAny && hasEntry(pp.Entries, "noEndpoints") {
 		problem(SeverityError, ProblemRejectedWithReady, nil, "connections are rejected as \"no endpoints\" although the EndpointSlices have ready endpoints: kube-proxy has not caught up")
@@ -586,4 +590,47 @@ func gets(eps []string) string {
 		return "gets"
 	}
 	return "get"
+}
+
+// ProblemDeletedService: the Service is gone from the API, its rules are
+// not.
+const ProblemDeletedService = "deletedService"
+
+// ExplainFormerService explains a Service the API objects no longer hold
+// but whose chains the rules still have (a deleted Service still routed):
+// the Service is rebuilt from its stale chains (correlate.FormerService)
+// and its path walked like any other. ok is false when no stale chain
+// matches: the Service is simply not there.
+func ExplainFormerService(n *Node, m correlate.FormerServiceMatch, port string) (rep *ServiceExplanation, ok bool) {
+	if n.Objects == nil {
+		return nil, false
+	}
+	svc := correlate.FormerService(correlate.FindStale(n.Ruleset, n.attribution(), n.Objects), m)
+	if svc == nil {
+		return nil, false
+	}
+	with := *n
+	with.res = nil // the rebuilt Service owns its chains again
+	with.Objects = &correlate.Objects{Services: append(append([]*corev1.Service{}, n.Objects.Services...), svc),
+		EndpointSlices: n.Objects.EndpointSlices, Other: n.Objects.Other}
+	ex, err := correlate.Explain(with.Ruleset, with.Objects, correlate.ExplainOptions{Namespace: svc.Namespace, Name: svc.Name, Port: port, Node: with.nodeView()})
+	if err != nil {
+		return nil, false
+	}
+	rep, unchecked := judgeOn(&with, ex)
+	rep.APIVersion, rep.Kind, rep.Deleted = APIVersion, "ServiceExplanation", true
+	for i := range rep.Ports {
+		pp := &rep.Ports[i]
+		kept := []Problem{{Severity: SeverityError, Kind: ProblemDeletedService,
+			Message: fmt.Sprintf("Service %s/%s is not in the API objects (deleted), but the %s rules still route %s: kube-proxy removes them at its next sync, so it has not synced since (see triage for why)", svc.Namespace, svc.Name, pp.Family, pp.ServicePort)}}
+		for _, p := range pp.Problems {
+			if p.Kind != ProblemNoEndpoints && p.Kind != ProblemNoneReady {
+				kept = append(kept, p) // its endpoints went with it: no pods to look at
+			}
+		}
+		pp.Problems = kept
+	}
+	rep.NotChecked = append(explainGaps(&with, ex), unchecked...)
+	rep.Status = verdict(true, rep.NotChecked)
+	return rep, true
 }

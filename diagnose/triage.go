@@ -180,7 +180,7 @@ func Triage(n *Node) *TriageReport {
 	for _, m := range rep.Masquerade {
 		subject := string(m.Mode) + " " + string(m.Family)
 		for _, p := range m.Problems {
-			other(SeverityError, "masquerade", subject, "%s", p)
+			add(&raw{Finding: Finding{Severity: SeverityError, Area: "masquerade", Subject: subject, Remedy: m.Remedy(p)}, tag: tagOther}, "%s", p)
 		}
 		for _, c := range m.Conflicts {
 			other(SeverityWarning, "masquerade", subject, "%s rule %s %s/%s in %s %s: %s", c.Owner, c.Op, c.Value, c.Mask, c.Table, c.Chain, c.Reason)
@@ -308,6 +308,8 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 		})
 		causes = append(causes, c)
 	}
+
+	causes = append(causes, staleRoutedCauses(rep, raws, claimed, claim)...)
 
 	// Another writer removed kube-proxy's rules: fewer rules than it
 	// counted, nothing extra (rules that merely lag the objects also hold
@@ -574,10 +576,12 @@ func triageVerdict(rep *TriageReport) string {
 	first := rep.Findings[0]
 	title := first.Title
 	if title == "" {
+		// What it is about, and what is wrong with it in a few words.
 		title = first.Area
 		if first.Subject != "" {
 			title += " " + first.Subject
 		}
+		title += ": " + shortCause(first.Message)
 	}
 	line := "PROBLEMS FOUND: " + title
 	if n := len(first.Symptoms); n > 0 {
@@ -587,6 +591,29 @@ func triageVerdict(rep *TriageReport) string {
 		line += fmt.Sprintf("; %d more finding%s", more, plural(more))
 	}
 	return line
+}
+
+// shortCause is a message's first clause, in at most about 60 columns.
+func shortCause(msg string) string {
+	cut := len(msg)
+	for _, sep := range []string{": ", "; ", " ("} {
+		if i := strings.Index(msg, sep); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	clause := msg[:cut]
+	if len([]rune(clause)) <= 60 {
+		return clause
+	}
+	words := strings.Fields(clause)
+	out := ""
+	for _, w := range words {
+		if len([]rune(out+" "+w)) > 58 {
+			break
+		}
+		out = strings.TrimSpace(out + " " + w)
+	}
+	return out + " …"
 }
 
 type addRaw func(r *raw, format string, args ...any)
@@ -642,21 +669,8 @@ func staleFindings(s *StaleReport, add addRaw) {
 			other = append(other, c)
 		}
 	}
-	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
-		var names []string
-		n := 0
-		for _, c := range harmful {
-			if kubeproxy.Family(c.Family) == fam {
-				n++
-				if len(names) < 3 {
-					names = append(names, c.Chain)
-				}
-			}
-		}
-		if n > 0 {
-			add(&raw{Finding: Finding{Severity: SeverityError, Area: "stale", Subject: strings.Join(names, ", ")}, tag: tagHarmful, family: fam},
-				"%d stale %s chain%s still reached by traffic: connections can go to Services or endpoints that are gone (see `stale`)", n, fam, pluralVerb(n))
-		}
+	if len(harmful) > 0 {
+		staleRoutedFindings(s, add)
 	}
 	if len(notDue) > 0 {
 		add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "stale"}, tag: tagOther}, "%d stale chains are waiting for kube-proxy's own cleanup and are harmless (see `stale` for when they are due)", len(notDue))

@@ -266,9 +266,16 @@ func TestVerdictPropagationLag(t *testing.T) {
 	if first.Severity != diagnose.SeverityWarning || first.Title != "propagation lag" || !strings.Contains(first.Message, "10 endpoints are not yet programmed") || len(first.Symptoms) < 2 {
 		t.Fatalf("first finding %+v", first)
 	}
-	if rep.Summary[diagnose.SeverityError] != 1 {
-		// the stale chains still reached stay an error of their own
+	if rep.Summary[diagnose.SeverityError] != 2 {
+		// the stale chains still reached stay errors of their own, one
+		// per former owner (load/svc-003 deleted, load/svc-001's
+		// endpoints gone); with a sync underway, not "kube-proxy stopped"
 		t.Errorf("summary %v: %+v", rep.Summary, rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if f.Remedy != "" && strings.Contains(f.Subject, "(deleted)") {
+			t.Errorf("a deleted Service under a sync underway is made a cause of its own: %+v", f)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -193,28 +194,83 @@ func (o *ExplainOptions) Run() error {
 		if err != nil {
 			return err
 		}
-		if err := o.resolve(objs.Objects, nil); err != nil {
+		switch err := o.resolve(objs.Objects, nil); {
+		case err == nil:
+			o.Inputs.preloaded = objs.Objects
+			o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+		case !mayBeDeleted(err):
 			return err
+		default:
+			// Not in the API, and nothing close: it may be a deleted
+			// Service the node still routes. Read the whole node, and
+			// look for it in its stale chains.
+			o.Inputs.preloaded = objs.Objects
 		}
-		o.Inputs.preloaded = objs.Objects
-		o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
 	}
-	return o.run(func(l *Loaded) (built, error) {
+	err := o.run(o.explainOne)
+	if errors.Is(err, errReadWhole) {
+		// Only the named Service's objects and chains were read, and it
+		// is not among them: read everything, for the did-you-mean
+		// answers and for a deleted Service the rules still route.
+		o.Inputs.noTargeting = true
+		err = o.run(o.explainOne)
+	}
+	return err
+}
+
+// errReadWhole asks Run to read every object and chain again.
+var errReadWhole = errors.New("explain: read the whole input")
+
+// explainOne builds explain's report from what was read.
+func (o *ExplainOptions) explainOne(l *Loaded) (built, error) {
+	{
 		if o.list {
 			return o.explainList(l)
 		}
-		if err := o.resolve(l.Objects, l.Node); err != nil {
-			return built{}, err
+		err := o.resolve(l.Objects, l.Node)
+		var ex *diagnose.ServiceExplanation
+		if err == nil {
+			ex, err = diagnose.ExplainService(l.Node, o.namespace, o.name, o.Port)
 		}
-		ex, err := diagnose.ExplainService(l.Node, o.namespace, o.name, o.Port)
 		if err != nil {
-			return built{}, err
+			if mayBeDeleted(err) && o.Inputs.targetService() != nil && !o.Inputs.readsStdin() {
+				return built{}, errReadWhole
+			}
+			former, ok := o.former(l.Node)
+			if !ok || !mayBeDeleted(err) {
+				return built{}, err
+			}
+			ex = former
 		}
 		ex.Lookup = o.lookup
 		return built{report: ex, status: ex.Status,
 			render: func(out io.Writer, t *Terminal) error { return renderExplanation(out, t, ex) },
 			rows:   func() rows { return portRows(ex) }}, nil
-	})
+	}
+}
+
+// mayBeDeleted: the lookup found no current Service and nothing close to
+// what was asked (a typo is answered with its suggestions instead).
+func mayBeDeleted(err error) bool {
+	var nf *correlate.ServiceNotFoundError
+	if errors.As(err, &nf) {
+		return len(nf.Similar) == 0 && len(nf.Elsewhere) == 0
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "no Service has the address") || strings.Contains(msg, " is stale: ") || strings.Contains(msg, "no current Service")
+}
+
+// former explains a deleted Service the node's rules still route, named
+// by what explain was given (name, address or chain).
+func (o *ExplainOptions) former(node *diagnose.Node) (*diagnose.ServiceExplanation, bool) {
+	if node == nil {
+		return nil, false
+	}
+	m := correlate.FormerServiceMatch{Namespace: o.namespace, Name: o.name, Chain: o.chain}
+	if o.addr.IsValid() {
+		m.Address, m.Port = o.addr.String(), int(o.addrPort)
+	}
+	return diagnose.ExplainFormerService(node, m, o.Port)
 }
 
 // resolve turns a chain name into its Service, and a name looked up in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"slices"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -32,6 +33,16 @@ func (o *InputOptions) targetService() *correlate.ServiceFilter {
 		return nil
 	}
 	return &correlate.ServiceFilter{Namespace: o.ServiceNamespace, Name: o.ServiceName}
+}
+
+// readsStdin: an input is "-", which cannot be read a second time.
+func (o *InputOptions) readsStdin() bool {
+	for _, list := range [][]string{o.Dumps, o.Objects, o.Metrics, o.Config} {
+		if slices.Contains(list, "-") {
+			return true
+		}
+	}
+	return false
 }
 
 // perServicePrefixes are the prefixes of the iptables chains kube-proxy

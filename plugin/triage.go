@@ -72,8 +72,9 @@ const triageExample = `  # Everything about one node, most severe first (read li
   %[1]s triage --node ip-10-0-1-7
 
   # ... from what was saved on the node and in the cluster
-  %[1]s triage --from-dump iptables-save.txt --from-dump ip6tables-save.txt \
-      --from-objects objects.json --from-metrics metrics.txt --from-config kube-proxy-cm.yaml --node ip-10-0-1-7
+  %[1]s triage --from-dump iptables-save.txt \
+      --from-dump ip6tables-save.txt --from-objects objects.json \
+      --from-metrics metrics.txt --from-config kube-proxy-cm.yaml --node ip-10-0-1-7
 
   # In a script: 0 healthy, 2 problems found, 3 incomplete, 1 could not run
   %[1]s triage --from-dump ruleset.json --from-objects objects.json -o json > report.json; echo $?
@@ -82,7 +83,8 @@ const triageExample = `  # Everything about one node, most severe first (read li
   %[1]s triage --all-nodes --parallel 10
 
   # The workers of one zone, as a List of reports
-  %[1]s triage --node-selector node-role.kubernetes.io/worker=,topology.kubernetes.io/zone=eu-1a -o json`
+  %[1]s triage -o json \
+      --node-selector node-role.kubernetes.io/worker=,topology.kubernetes.io/zone=eu-1a`
 
 // NewCmdTriage builds `triage`.
 func NewCmdTriage(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
@@ -187,7 +189,7 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		if f.Subject != "" {
 			head += " " + f.Subject
 		}
-		fmt.Fprintf(out, "%s %s\n", label, st.header.Render(head))
+		fmt.Fprintf(out, "%s %s\n", label, wrapIndent(st.header.Render(head), t.Width-8, 8))
 		fmt.Fprintln(out, "        "+wrapIndent(f.Message, t.Width-8, 8))
 		if f.Remedy != "" {
 			fmt.Fprintln(out, "        "+wrapIndent(st.good.Render("fix: ")+f.Remedy, t.Width-8, 8))

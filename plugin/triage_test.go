@@ -71,9 +71,20 @@ func TestTriageJSON(t *testing.T) {
 		}
 	}
 	joined := strings.Join(areas, " ")
-	for _, want := range []string{"stale:", "service:load/svc-001:http", "service:load/svc-002:http"} {
+	for _, want := range []string{"stale:service load/svc-003 (deleted)"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no error finding %q in %s", want, joined)
+		}
+	}
+	// The Services whose endpoints moved are the deleted Service's
+	// symptoms: the same missed sync.
+	var symptoms []string
+	for _, s := range rep.Findings[0].Symptoms {
+		symptoms = append(symptoms, s.Area+":"+s.Subject)
+	}
+	for _, want := range []string{"service:load/svc-001:http", "service:load/svc-002:http"} {
+		if !strings.Contains(strings.Join(symptoms, " "), want) {
+			t.Errorf("no symptom %q in %s", want, symptoms)
 		}
 	}
 	if rep.Counts == nil || len(rep.Counts.Tables) == 0 || rep.Stale == nil || len(rep.Masquerade) == 0 {
