@@ -395,11 +395,12 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 	}
 
 	states := syncStates(m, now, opts.SyncPeriod)
+	large := largeClusterEvidence(rs)
 	failures := failuresByFamily(m, opts.Earlier, states)
 	rep.Failures = append(rep.Failures, failures...)
 
 	if rep.Mode != kubeproxy.ModeIPVS && (rep.Mode == kubeproxy.ModeIPTables || rep.Mode == kubeproxy.ModeUnknown || rep.ModeFromDump.Has(kubeproxy.ModeIPTables)) {
-		rep.Tables = compareTables(rs, m, stale, opts, failures, rep.Mode)
+		rep.Tables = compareTables(rs, m, stale, opts, failures, rep.Mode, large)
 	}
 	if m != nil && len(m.Samples(metrics.IPTablesTotal)) > 0 && !metricHasFamily(m, metrics.IPTablesTotal) {
 		note("the rule-count metrics have no ip_family label (kube-proxy < 1.33): in dual-stack the IPv4 and IPv6 proxiers overwrite one another's values, so each metric is whichever family synced last")
@@ -434,7 +435,7 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 		}
 	}
 
-	rep.LargeClusterMode = largeClusterEvidence(rs)
+	rep.LargeClusterMode = large
 	rep.LastSync = states
 	if m != nil {
 		if v, ok := m.Value(metrics.EndpointChangesPending, nil); ok {
@@ -530,7 +531,7 @@ func failuresFor(failures []FailureCount, fam kubeproxy.Family, metric string) f
 }
 
 // compareTables builds the table rows.
-func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts CountOptions, failures []FailureCount, mode kubeproxy.Mode) []TableCount {
+func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts CountOptions, failures []FailureCount, mode kubeproxy.Mode, large LargeClusterEvidence) []TableCount {
 	rows := []TableCount{}
 	// localhostNodePorts per family, from the first nat table that says
 	lnp := map[kubeproxy.Family]*bool{}
@@ -632,7 +633,7 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 		if !row.InDump {
 			continue
 		}
-		explainRow(row, rows, failures, m, mode, rs)
+		explainRow(row, rows, failures, m, mode, rs, staleLinger(large, row.Family, opts.SyncPeriod))
 		row.Compared = row.Metric != nil
 		if t := rs.IPTable(row.Family, row.Table); row.Compared && t != nil && t.Partial {
 			// An excerpt's count says nothing about the table's.
@@ -678,10 +679,10 @@ func saveCommand(f kubeproxy.Family) string {
 }
 
 // explainRow fills Difference, Agree and Reason.
-func explainRow(row *TableCount, rows []TableCount, failures []FailureCount, m *metrics.Metrics, mode kubeproxy.Mode, rs *inspect.Ruleset) {
+func explainRow(row *TableCount, rows []TableCount, failures []FailureCount, m *metrics.Metrics, mode kubeproxy.Mode, rs *inspect.Ruleset, linger string) {
 	staleTxt := ""
 	if row.StaleRules > 0 {
-		staleTxt = fmt.Sprintf("%d rules of %d stale chains are left out: kube-proxy no longer counts them but has not deleted them yet (in large-cluster mode stale chains are deleted at most once per syncPeriod)", row.StaleRules, row.StaleChains)
+		staleTxt = fmt.Sprintf("%d rules of %d stale chains are left out: kube-proxy no longer counts them but has not deleted them yet (%s)", row.StaleRules, row.StaleChains, linger)
 	}
 	if row.Metric == nil {
 		switch {
@@ -732,8 +733,12 @@ func explainRow(row *TableCount, rows []TableCount, failures []FailureCount, m *
 	} else if partial > 0 {
 		why = append(why, fmt.Sprintf("%g partial restore(s) failed (%s): kube-proxy fell back to full syncs", partial, metrics.PartialRestoreFailures))
 	}
-	if row.StaleRules > 0 && row.Actual+row.StaleRules == metric {
-		why = append(why, fmt.Sprintf("it matches only if the %d rules of the %d chains called stale are counted: kube-proxy still considered them current at its last sync, so the API objects are newer than the metrics (the Services or endpoints changed since)", row.StaleRules, row.StaleChains))
+	staleExplain := row.StaleRules > 0 && row.Actual+row.StaleRules == metric
+	if staleExplain {
+		// The whole difference: kube-proxy's last sync still counted the
+		// chains the objects no longer own. No other cause to offer.
+		row.Reason = strings.Join(append(why, fmt.Sprintf("it matches only if the %d rules of the %d chains called stale are counted: kube-proxy still considered them current at its last sync, so the API objects are newer than the metrics (the Services or endpoints changed since, and no sync of kube-proxy has reached the rules since)", row.StaleRules, row.StaleChains)), "; ")
+		return
 	}
 	if diff > 0 && row.UnreferencedRules == diff {
 		why = append(why, fmt.Sprintf("stale chains lingering: %d per-service chains with %d rules are no longer reached from KUBE-SERVICES or KUBE-NODEPORTS; kube-proxy stopped counting them and has not deleted them yet (in large-cluster mode it deletes stale chains at most once per syncPeriod); give the API objects to confirm they are stale", row.UnreferencedChains, row.UnreferencedRules))
@@ -772,6 +777,18 @@ func explainRow(row *TableCount, rows []TableCount, failures []FailureCount, m *
 		why = append(why, fmt.Sprintf("the last sync was partial: it wrote %g of the %g rules", *row.MetricLast, *row.Metric))
 	}
 	row.Reason = strings.Join(why, "; ")
+}
+
+// staleLinger says how long kube-proxy leaves stale chains in a family's
+// tables: until its next sync, or, in large-cluster mode (which the dump
+// shows or cannot rule out), up to a syncPeriod.
+func staleLinger(large LargeClusterEvidence, fam kubeproxy.Family, syncPeriod time.Duration) string {
+	for _, f := range large.ByFamily {
+		if f.Family == fam && f.FromDump != nil && !*f.FromDump {
+			return "kube-proxy deletes them at its next sync"
+		}
+	}
+	return fmt.Sprintf("in large-cluster mode kube-proxy deletes stale chains at most once per syncPeriod, %s", syncPeriod)
 }
 
 // builtinJumps counts the rules of the built-in chains that jump to one of

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,6 +49,9 @@ func Counts(n *Node) *RuleCounts {
 	cr := CompareCounts(n.Ruleset, m, stale, n.At, opts)
 	rep := &RuleCounts{APIVersion: APIVersion, Kind: "RuleCounts", CountsReport: cr, LargeClusterModeFromObjects: correlate.LargeClusterMode(n.Objects)}
 	rep.NotChecked = gapsOf(n.gaps(), gapMetrics, gapPartial)
+	if (n.Config == nil || n.Config.SyncPeriod <= 0) && slices.ContainsFunc(cr.LastSync, func(s SyncState) bool { return s.Pending }) {
+		rep.NotChecked = append(rep.NotChecked, syncPeriodGap("whether a queued sync is overdue (kube-proxy hung)"))
+	}
 	problems := len(cr.Failures) > 0
 	for _, s := range cr.LastSync {
 		problems = problems || s.Hung

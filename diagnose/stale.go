@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,8 +49,13 @@ type StaleOptions struct {
 
 // Stale finds and judges the node's stale chains and elements.
 func Stale(n *Node, opts StaleOptions) *StaleReport {
-	if opts.SyncPeriod == 0 {
-		opts.SyncPeriod = kubeproxy.DefaultSyncPeriod
+	assumed := false
+	switch {
+	case opts.SyncPeriod > 0:
+	case n.Config != nil && n.Config.SyncPeriod > 0:
+		opts.SyncPeriod = n.Config.SyncPeriod
+	default:
+		opts.SyncPeriod, assumed = kubeproxy.DefaultSyncPeriod, true
 	}
 	found := correlate.FindStale(n.Ruleset, n.attribution(), n.Objects)
 	rep := &StaleReport{Chains: []StaleVerdict{}, Elements: found.Elements, Notes: []string{}, LargeClusterMode: correlate.LargeClusterMode(n.Objects)}
@@ -85,6 +91,9 @@ func Stale(n *Node, opts StaleOptions) *StaleReport {
 	}
 	rep.Groups = groupStale(rep.Chains, n.Objects, opts)
 	rep.NotChecked = gapsOf(n.gaps(), gapObjects, gapPartial)
+	if assumed && slices.ContainsFunc(rep.Chains, func(c StaleVerdict) bool { return c.Cause == StaleCauseLargeCluster }) {
+		rep.NotChecked = append(rep.NotChecked, syncPeriodGap("when the stale chains are due"))
+	}
 	problems := len(blockingLeftovers(rep)) > 0
 	for _, c := range rep.Chains {
 		problems = problems || c.Referenced || !c.Leftover && !c.NotDueYet
@@ -126,4 +135,11 @@ func orUnknownOwner(spn string) string {
 		return "a Service port that no longer exists"
 	}
 	return spn
+}
+
+// syncPeriodGap says a judgement used the default syncPeriod because
+// kube-proxy's configuration was not given.
+func syncPeriodGap(what string) Gap {
+	return Gap{Check: fmt.Sprintf("%s, judged with kube-proxy's default syncPeriod (%s assumed)", what, kubeproxy.DefaultSyncPeriod),
+		Reason: "kube-proxy's configuration was not given", Remedy: "--from-config (kubectl get configmap -n kube-system kube-proxy -o yaml)"}
 }

@@ -22,7 +22,10 @@ func TestExplainAndStaleGolden(t *testing.T) {
 		{"explain-scaled-down-before-sync.txt", []string{"explain", "svc/svc-001", "-n", "load", "--from-dump", churn + "iptables/restore-ipv4.sync1.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}, ExitProblems},
 		{"explain-zonal-nftables.txt", []string{"explain", "svc/zonal-lb", "-n", "topo", "--from-dump", topo + "nftables/ruleset.json", "--from-objects", topo + "objects.json", "--from-objects", topo + "nodes.json", "--node", "node-a"}, ExitHealthy},
 		{"explain-zonal-zone-unknown.txt", []string{"explain", "svc/zonal", "-n", "topo", "--from-dump", topo + "iptables/save-nft-ipv4.txt", "--from-objects", topo + "objects.json", "--node", "node-a"}, ExitIncomplete},
-		{"stale-churn.txt", []string{"stale", "--from-dump", churn + "iptables/save-legacy-ipv4.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}, ExitHealthy},
+		{"stale-churn.txt", []string{"stale", "--from-dump", churn + "iptables/save-legacy-ipv4.txt", "--from-objects", churn + "objects.json", "--from-config", churn + "kube-proxy-configmap-iptables.yaml", "--node", "node-a"}, ExitHealthy},
+		// Without the config, when the throttled chains are due rests on
+		// the default syncPeriod: said, and so incomplete.
+		{"stale-churn-no-config.txt", []string{"stale", "--from-dump", churn + "iptables/save-legacy-ipv4.txt", "--from-objects", churn + "objects.json", "--node", "node-a"}, ExitIncomplete},
 		{"stale-healthy.txt", []string{"stale", "--from-dump", small + "nftables/ruleset.json", "--from-objects", small + "objects.json"}, ExitHealthy},
 	}
 	for _, tc := range tests {

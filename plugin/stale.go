@@ -57,7 +57,7 @@ Use it when a dump shows chains you cannot place, or after deleting Services.
 	o.Inputs.AddFlags(cmd, kube)
 	o.Inputs.addSelectFlags(cmd)
 	o.Sweep.AddFlags(cmd)
-	cmd.Flags().DurationVar(&o.SyncPeriod, "sync-period", 0, "kube-proxy's syncPeriod, when not 30s and no --from-config says it")
+	cmd.Flags().DurationVar(&o.SyncPeriod, "sync-period", 0, "kube-proxy's syncPeriod; default: what --from-config says, else 30s")
 	o.Out.AddFlags(cmd, true)
 	return cmd
 }
