@@ -52,6 +52,7 @@ func (o *OutputOptions) AddFlags(cmd *cobra.Command, wide bool) {
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "colour: auto (only on a terminal, honours NO_COLOR), always or never")
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "print tables and custom-columns without their header line")
 	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "sort the rows by a JSONPath expression on each row, e.g. '{.servicePort}'")
+	groupFlags(cmd, flagGroupOutput, "output", "color", "no-headers", "sort-by")
 	_ = cmd.RegisterFlagCompletionFunc("output", outputCompletion())
 	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(ColorModes, cobra.ShellCompDirectiveNoFileComp))
 }

@@ -65,6 +65,9 @@ kubectl; the rarer ones (--server, --token, --as, ...) are accepted too.`,
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
+	root.SetFlagErrorFunc(suggestFlags) // inherited by every sub-command
+	useGroupedHelp(root)
+	useWrappedHelp(root)
 	// --version without cobra's -v shorthand: kubectl uses -v for verbosity.
 	root.Flags().Bool("version", false, "print the version and exit")
 	root.SetVersionTemplate("{{.DisplayName}} {{.Version}}\n")

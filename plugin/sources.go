@@ -125,7 +125,7 @@ func (o *InputOptions) AddFlags(cmd *cobra.Command, kube *genericclioptions.Conf
 	fs.StringVar(&o.Table, "table", "", "the iptables table of pasted rules that do not say it (-S, -A lines, -L listings without a *table header or an iptables -t command line): "+strings.Join(iptables.Tables, ", ")+"; default: inferred from the chains")
 	_ = cmd.RegisterFlagCompletionFunc("table", cobra.FixedCompletions(iptables.Tables, cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&o.At, "at", "", "judge ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default: when the node was read (live or the bundle's collectedAt), else the newest timestamp in the metrics")
-	fs.StringVar(&o.MaxSize, "max-input-size", "", "caps on the size of inputs, KIND=SIZE,... (default "+defaultCaps.String()+"; bundle: the files of one .tar.gz together)")
+	fs.StringVar(&o.MaxSize, "max-input-size", "", "caps on the size of inputs, KIND=SIZE,... (default "+strings.ReplaceAll(defaultCaps.String(), ",", ", ")+"; bundle: the files of one .tar.gz together)")
 	o.Live.AddFlags(cmd)
 }
 
@@ -218,6 +218,7 @@ func (l *LiveOptions) AddFlags(cmd *cobra.Command) {
 	fs.DurationVar(&l.Deadline, "pod-deadline", collect.DefaultPodDeadline, "activeDeadlineSeconds of the debug pod (the kubelet stops it after this even if the plugin is killed), and the most reading the node may take; at most 1h")
 	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read whole iptables-nft tables: save (iptables-nft-save, with rule comments), nft (nft list table, no comments), or auto (save, then nft if the save fails)")
 	fs.IntVar(&l.MetricsPort, "metrics-port", 0, "kube-proxy's metrics port on the node's loopback; default: from metricsBindAddress in kube-proxy's ConfigMap, else 10249")
+	groupFlags(cmd, flagGroupLive, "via", "image", "debug-namespace", "pod-timeout", "pod-deadline", "reader", "metrics-port")
 	_ = cmd.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("reader", cobra.FixedCompletions(collect.Readers, cobra.ShellCompDirectiveNoFileComp))
 }

@@ -43,8 +43,9 @@ func (s *SweepOptions) AddFlags(cmd *cobra.Command) {
 	s.supported = true
 	fs := cmd.Flags()
 	fs.BoolVar(&s.AllNodes, "all-nodes", false, "sweep every node: one short-lived debug pod each, --parallel at a time, the API objects read once")
-	fs.StringVar(&s.NodeSelector, "node-selector", "", "sweep the nodes with these labels (e.g. node-role.kubernetes.io/worker=,topology.kubernetes.io/zone=eu-1a)")
+	fs.StringVar(&s.NodeSelector, "node-selector", "", "sweep the nodes with these labels, e.g. topology.kubernetes.io/zone=eu-1a (comma-separated, as kubectl -l)")
 	fs.IntVar(&s.Parallel, "parallel", DefaultParallel, "nodes a sweep reads at once (never more debug pods at once)")
+	groupFlags(cmd, flagGroupSweep, "all-nodes", "node-selector", "parallel")
 }
 
 // sweeping says whether the command sweeps: --all-nodes, --node-selector,
