@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
@@ -21,6 +22,10 @@ type RuleCounts struct {
 	// iptables proxier is in large-cluster mode above 1000 endpoints per
 	// family.
 	LargeClusterModeFromObjects map[string]bool `json:"largeClusterModeFromObjects,omitempty"`
+	// EvidenceTime is what the ages are relative to, EvidenceTimeSource
+	// where it comes from (as triage's).
+	EvidenceTime       *time.Time `json:"evidenceTime,omitempty"`
+	EvidenceTimeSource string     `json:"evidenceTimeSource,omitempty"`
 	// Status: problems when counts disagree for a reason that needs action,
 	// kube-proxy is not syncing or its syncs fail; incomplete without
 	// metrics.
@@ -48,6 +53,10 @@ func Counts(n *Node) *RuleCounts {
 	}
 	cr := CompareCounts(n.Ruleset, m, stale, n.At, opts)
 	rep := &RuleCounts{APIVersion: APIVersion, Kind: "RuleCounts", CountsReport: cr, LargeClusterModeFromObjects: correlate.LargeClusterMode(n.Objects)}
+	if !n.At.IsZero() {
+		at := n.At
+		rep.EvidenceTime, rep.EvidenceTimeSource = &at, n.AtSource
+	}
 	rep.NotChecked = gapsOf(n.gaps(), gapMetrics, gapPartial)
 	if (n.Config == nil || n.Config.SyncPeriod <= 0) && slices.ContainsFunc(cr.LastSync, func(s SyncState) bool { return s.Pending }) {
 		rep.NotChecked = append(rep.NotChecked, syncPeriodGap("whether a queued sync is overdue (kube-proxy hung)"))

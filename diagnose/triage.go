@@ -237,7 +237,7 @@ func groupByCause(n *Node, rep *TriageReport, raws []*raw) []Finding {
 		for _, r := range raws {
 			if !claimed[r] && pred(r) {
 				claimed[r] = true
-				c.Symptoms = append(c.Symptoms, Symptom{r.Severity, r.Area, r.Subject, r.Message, r.kind, r.endpoints})
+				c.Symptoms = append(c.Symptoms, Symptom{r.Severity, r.Area, r.Subject, withoutStockCause(r.Message), r.kind, r.endpoints})
 			}
 		}
 	}
@@ -591,6 +591,21 @@ func triageVerdict(rep *TriageReport) string {
 		line += fmt.Sprintf("; %d more finding%s", more, plural(more))
 	}
 	return line
+}
+
+// stockCauses are the guesses a Service's problem offers when nothing
+// better is known; under a cause that explains it they are wrong or
+// redundant (no "propagation lag or a failed sync" under "another writer
+// removed kube-proxy's rules").
+var stockCauses = []string{": propagation lag or a failed sync", " (is kube-proxy running and syncing?)", ": kube-proxy has not caught up"}
+
+func withoutStockCause(msg string) string {
+	for _, c := range stockCauses {
+		if i := strings.Index(msg, c); i >= 0 {
+			msg = msg[:i] + msg[i+len(c):]
+		}
+	}
+	return msg
 }
 
 // shortCause is a message's first clause, in at most about 60 columns.

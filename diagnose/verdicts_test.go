@@ -141,6 +141,20 @@ func TestVerdictRuleRemovedByHand(t *testing.T) {
 	if len(rep.Findings[0].Symptoms) < 2 {
 		t.Errorf("symptoms %+v, want the endpoint and the count", rep.Findings[0].Symptoms)
 	}
+	// The cause rules out the stock guesses of its symptoms: here shop/web's
+	// dispatch rule removed, whose problem alone asks whether kube-proxy
+	// is running.
+	n = withLineRemoved(t, node(t, dir, form), form.Files[0], "-A KUBE-SERVICES -d 10.96.10.1/32 -p tcp -m comment --comment \"shop/web:http cluster IP\"")
+	rep = diagnose.Triage(n)
+	mustFirst(t, rep, "counts", "removed from kube-proxy's chains")
+	if len(rep.Findings[0].Symptoms) == 0 {
+		t.Fatalf("no symptoms under %+v", rep.Findings[0])
+	}
+	for _, sy := range rep.Findings[0].Symptoms {
+		if strings.Contains(sy.Message, "propagation lag") || strings.Contains(sy.Message, "has not caught up") || strings.Contains(sy.Message, "is kube-proxy running") {
+			t.Errorf("symptom under \"another writer removed\" still guesses: %q", sy.Message)
+		}
+	}
 }
 
 // A source range removed from KUBE-FW: explain names it; triage joins it

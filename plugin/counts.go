@@ -161,6 +161,10 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 			fmt.Fprintf(out, "large-cluster mode (objects, %s): %s\n", f, yesNo(v))
 		}
 	}
+	if len(rep.LastSync) > 0 && rep.EvidenceTime != nil {
+		// An age is relative to something: say what.
+		fmt.Fprintln(out, wrapIndent(fmt.Sprintf("ages relative to %s (%s)", rep.EvidenceTime.UTC().Format(time.RFC3339), rep.EvidenceTimeSource), t.Width-2, 2))
+	}
 	for _, s := range rep.LastSync {
 		fam := string(s.Family)
 		if fam == "" {
