@@ -73,7 +73,7 @@ func TestLiveLookup(t *testing.T) {
 		t.Errorf("explain without -n: exit %d, %s", code, errOut)
 	}
 	// -A finds the namespace.
-	if out, errOut, code := plugin(t, "explain", "svc/scaled", "-A", "--node", "node-a", "-o", "name"); code == 1 || !strings.Contains(out, "serviceport/"+nsScenario+"/scaled") {
+	if out, errOut, code := plugin(t, "explain", "svc/scaled", "-A", "--node", "node-a", "-o", "name"); code == 1 || !strings.Contains(out, "serviceport/"+nsScenario+".scaled:") {
 		t.Errorf("explain -A: exit %d, %s %s", code, out, errOut)
 	}
 	// -n on a node-wide command: only that namespace's chains.
