@@ -294,36 +294,7 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 		proxied := svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != ""
 		selector := labels.SelectorFromSet(svc.Spec.Selector).String()
 		for _, p := range svc.Spec.Ports {
-			sp := &ServicePort{
-				str:       ServicePortName(svc.Namespace, svc.Name, p.Name),
-				Namespace: svc.Namespace, Name: svc.Name, PortName: p.Name,
-				Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort,
-				Type: svc.Spec.Type, ClusterIPs: svc.Spec.ClusterIPs,
-				ExternalIPs:         svc.Spec.ExternalIPs,
-				SourceRanges:        svc.Spec.LoadBalancerSourceRanges,
-				ExternalLocal:       svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
-				InternalLocal:       svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
-				HealthCheckNodePort: svc.Spec.HealthCheckNodePort,
-				Proxied:             proxied,
-				Selector:            selector,
-			}
-			if sp.Protocol == "" {
-				sp.Protocol = corev1.ProtocolTCP
-			}
-			if len(sp.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
-				sp.ClusterIPs = []string{svc.Spec.ClusterIP}
-			}
-			for _, ing := range svc.Status.LoadBalancer.Ingress {
-				if ing.IP != "" {
-					sp.LoadBalancerIPs = append(sp.LoadBalancerIPs, ing.IP)
-				}
-			}
-			if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-				sp.AffinitySeconds = corev1.DefaultClientIPServiceAffinitySeconds
-				if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-					sp.AffinitySeconds = *c.ClientIP.TimeoutSeconds
-				}
-			}
+			sp := newServicePort(svc, p, proxied, selector)
 			k := key{svc.Namespace, svc.Name, p.Name, sp.Protocol}
 			if byKey[k] == nil {
 				byKey[k] = sp
@@ -401,6 +372,42 @@ func (o *Objects) servicePortsUncached() []*ServicePort {
 		return out[i].Protocol < out[j].Protocol
 	})
 	return out
+}
+
+// newServicePort is one port of svc, as kube-proxy's change tracker sees
+// it; its endpoints are joined later.
+func newServicePort(svc *corev1.Service, p corev1.ServicePort, proxied bool, selector string) *ServicePort {
+	sp := &ServicePort{
+		str:       ServicePortName(svc.Namespace, svc.Name, p.Name),
+		Namespace: svc.Namespace, Name: svc.Name, PortName: p.Name,
+		Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort,
+		Type: svc.Spec.Type, ClusterIPs: svc.Spec.ClusterIPs,
+		ExternalIPs:         svc.Spec.ExternalIPs,
+		SourceRanges:        svc.Spec.LoadBalancerSourceRanges,
+		ExternalLocal:       svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+		InternalLocal:       svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+		HealthCheckNodePort: svc.Spec.HealthCheckNodePort,
+		Proxied:             proxied,
+		Selector:            selector,
+	}
+	if sp.Protocol == "" {
+		sp.Protocol = corev1.ProtocolTCP
+	}
+	if len(sp.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
+		sp.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			sp.LoadBalancerIPs = append(sp.LoadBalancerIPs, ing.IP)
+		}
+	}
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		sp.AffinitySeconds = corev1.DefaultClientIPServiceAffinitySeconds
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			sp.AffinitySeconds = *c.ClientIP.TimeoutSeconds
+		}
+	}
+	return sp
 }
 
 // Node returns the Node object of that name among the objects, or nil.

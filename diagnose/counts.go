@@ -348,7 +348,7 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 	if opts.SyncPeriod <= 0 {
 		opts.SyncPeriod = kubeproxy.DefaultSyncPeriod
 	}
-	rep := CountsReport{Tables: []TableCount{}, LastSync: []SyncState{}, Failures: []FailureCount{}, Notes: []string{}}
+	rep := CountsReport{Tables: []TableCount{}, LastSync: []SyncState{}, Failures: []FailureCount{}, Notes: []string{}, LargeClusterMode: largeClusterEvidence(rs)}
 	note := func(format string, args ...any) { rep.Notes = append(rep.Notes, fmt.Sprintf(format, args...)) }
 
 	rep.ModeFromMetrics = ModeFromMetrics(m)
@@ -395,12 +395,11 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 	}
 
 	states := syncStates(m, now, opts.SyncPeriod)
-	large := largeClusterEvidence(rs)
 	failures := failuresByFamily(m, opts.Earlier, states)
 	rep.Failures = append(rep.Failures, failures...)
 
 	if rep.Mode != kubeproxy.ModeIPVS && (rep.Mode == kubeproxy.ModeIPTables || rep.Mode == kubeproxy.ModeUnknown || rep.ModeFromDump.Has(kubeproxy.ModeIPTables)) {
-		rep.Tables = compareTables(rs, m, stale, opts, failures, rep.Mode, large)
+		rep.Tables = compareTables(rs, m, stale, opts, failures, rep.Mode, rep.LargeClusterMode)
 	}
 	if m != nil && len(m.Samples(metrics.IPTablesTotal)) > 0 && !metricHasFamily(m, metrics.IPTablesTotal) {
 		note("the rule-count metrics have no ip_family label (kube-proxy < 1.33): in dual-stack the IPv4 and IPv6 proxiers overwrite one another's values, so each metric is whichever family synced last")
@@ -435,7 +434,6 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 		}
 	}
 
-	rep.LargeClusterMode = large
 	rep.LastSync = states
 	if m != nil {
 		if v, ok := m.Value(metrics.EndpointChangesPending, nil); ok {

@@ -190,22 +190,7 @@ func Triage(n *Node) *TriageReport {
 	// Counts and syncs.
 	rep.Counts = Counts(n)
 	if len(n.Metrics) > 0 {
-		rep.Mode.FromMetrics = rep.Counts.ModeFromMetrics
-		for _, tc := range rep.Counts.Tables {
-			if !tc.Agree && tc.Reason != "" && tc.Metric != nil && tc.InDump {
-				sev := SeverityWarning
-				if tc.StaleRules > 0 && tc.Difference != nil && *tc.Difference == 0 {
-					sev = SeverityInfo
-				}
-				add(&raw{Finding: Finding{Severity: sev, Area: "counts", Subject: fmt.Sprintf("%s %s", tc.Family, tc.Table)}, tag: tagCountsDiff, family: tc.Family}, "%s", tc.Reason)
-			}
-		}
-		for _, s := range rep.Counts.LastSync {
-			if s.Hung {
-				add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(s.Family)}, tag: tagHung, family: s.Family}, "kube-proxy is not syncing: %s", s.Reason)
-			}
-		}
-		failureRaws(rep, add)
+		countsFindings(rep, add)
 	}
 
 	rep.Findings = nonNil(groupByCause(n, rep, raws))
@@ -219,6 +204,27 @@ func Triage(n *Node) *TriageReport {
 	rep.Status = verdict(rep.Summary[SeverityError]+rep.Summary[SeverityWarning] > 0, rep.NotChecked)
 	rep.Verdict = triageVerdict(rep)
 	return rep
+}
+
+// countsFindings adds what kube-proxy's metrics say: rule counts that
+// disagree, a sync that stopped, failure counters.
+func countsFindings(rep *TriageReport, add addRaw) {
+	rep.Mode.FromMetrics = rep.Counts.ModeFromMetrics
+	for _, tc := range rep.Counts.Tables {
+		if !tc.Agree && tc.Reason != "" && tc.Metric != nil && tc.InDump {
+			sev := SeverityWarning
+			if tc.StaleRules > 0 && tc.Difference != nil && *tc.Difference == 0 {
+				sev = SeverityInfo
+			}
+			add(&raw{Finding: Finding{Severity: sev, Area: "counts", Subject: fmt.Sprintf("%s %s", tc.Family, tc.Table)}, tag: tagCountsDiff, family: tc.Family}, "%s", tc.Reason)
+		}
+	}
+	for _, s := range rep.Counts.LastSync {
+		if s.Hung {
+			add(&raw{Finding: Finding{Severity: SeverityError, Area: "sync", Subject: string(s.Family)}, tag: tagHung, family: s.Family}, "kube-proxy is not syncing: %s", s.Reason)
+		}
+	}
+	failureRaws(rep, add)
 }
 
 // driftKinds are the problems that mean the rules lag (or lost) what the

@@ -161,6 +161,33 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 			fmt.Fprintf(out, "large-cluster mode (objects, %s): %s\n", f, yesNo(v))
 		}
 	}
+	renderLastSyncs(out, t, st, rep)
+	renderFailures(out, t, rep.Failures)
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, wrapIndent("note: "+n, t.Width-2, 2))
+	}
+	return nil
+}
+
+// renderFailures says each failure counter with its state now: the counter
+// is kube-proxy's lifetime, its state says how loud to be.
+func renderFailures(out io.Writer, t *Terminal, failures []diagnose.FailureCount) {
+	st := t.styles()
+	for _, f := range failures {
+		label := st.bad.Render("failing")
+		switch f.Now {
+		case diagnose.Recovered:
+			label = st.dim.Render("failed before")
+		case diagnose.Unknown:
+			label = st.warn.Render("failed")
+		}
+		fmt.Fprintln(out, label+" "+wrapIndent(fmt.Sprintf("%s{%s} = %v since kube-proxy started, %s now (%s): %s", f.Metric, f.Family, f.Value, f.Now, f.Evidence, f.Meaning), t.Width-8, 8))
+	}
+}
+
+// renderLastSyncs prints each family's last sync, its age (said relative
+// to what) and its sync durations.
+func renderLastSyncs(out io.Writer, t *Terminal, st styles, rep *diagnose.RuleCounts) {
 	if len(rep.LastSync) > 0 && rep.EvidenceTime != nil {
 		// An age is relative to something: say what.
 		fmt.Fprintln(out, wrapIndent(fmt.Sprintf("ages relative to %s (%s)", rep.EvidenceTime.UTC().Format(time.RFC3339), rep.EvidenceTimeSource), t.Width-2, 2))
@@ -199,26 +226,5 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 			}
 			fmt.Fprintln(out, "  "+wrapIndent(line, t.Width-4, 4))
 		}
-	}
-	renderFailures(out, t, rep.Failures)
-	for _, n := range rep.Notes {
-		fmt.Fprintln(out, wrapIndent("note: "+n, t.Width-2, 2))
-	}
-	return nil
-}
-
-// renderFailures says each failure counter with its state now: the counter
-// is kube-proxy's lifetime, its state says how loud to be.
-func renderFailures(out io.Writer, t *Terminal, failures []diagnose.FailureCount) {
-	st := t.styles()
-	for _, f := range failures {
-		label := st.bad.Render("failing")
-		switch f.Now {
-		case diagnose.Recovered:
-			label = st.dim.Render("failed before")
-		case diagnose.Unknown:
-			label = st.warn.Render("failed")
-		}
-		fmt.Fprintln(out, label+" "+wrapIndent(fmt.Sprintf("%s{%s} = %v since kube-proxy started, %s now (%s): %s", f.Metric, f.Family, f.Value, f.Now, f.Evidence, f.Meaning), t.Width-8, 8))
 	}
 }

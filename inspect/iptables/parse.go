@@ -166,6 +166,19 @@ func (p *parser) flushSkipped() {
 	p.note(fmt.Sprintf("lines %d-%d: %d lines skipped, not iptables rules (the first: %.60q)", p.skipFrom, p.skipTo, n, p.skipFirst))
 }
 
+// commitLine ends a table at its COMMIT line.
+func (p *parser) commitLine() {
+	p.flushSkipped()
+	switch {
+	case p.table != nil:
+		p.commit()
+	case p.hl != nil:
+		p.endSection() // an iptables-save section pasted without its *table line
+	default:
+		p.warn("COMMIT outside a table")
+	}
+}
+
 func (p *parser) parse() (*inspect.Ruleset, error) {
 	p.rs.Dumps = []inspect.Dump{{Source: p.source, Format: inspect.FormatIPTablesRestore}}
 	p.dump = &p.rs.Dumps[0]
@@ -237,14 +250,7 @@ func (p *parser) parse() (*inspect.Ruleset, error) {
 			p.ruleLine(line)
 		default:
 			if string(line) == "COMMIT" {
-				p.flushSkipped()
-				if p.table == nil && p.hl != nil {
-					p.endSection() // an iptables-save section pasted without its *table line
-				} else if p.table == nil {
-					p.warn("COMMIT outside a table")
-				} else {
-					p.commit()
-				}
+				p.commitLine()
 				continue
 			}
 			if name, policy, packets, bytes, ok := chainHeader(string(line)); ok {
