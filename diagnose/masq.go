@@ -102,6 +102,13 @@ type MasqReport struct {
 	Findings []MasqFinding `json:"findings,omitempty"`
 }
 
+// addFinding records a finding about the mark's value.
+func (r *MasqReport) addFinding(f MasqFinding) { r.Findings = append(r.Findings, f) }
+
+// dropProblems leaves out what the report found, for a dump that is only
+// an excerpt: what it does not show may hold the missing rule.
+func (r *MasqReport) dropProblems() { r.Problems, r.Findings = []string{}, nil }
+
 // RuleRef names one rule. Rule is the rule text: for iptables the part
 // after "-A CHAIN ", for nftables the rule as listed.
 type RuleRef struct {

@@ -225,7 +225,7 @@ func (a *masqAnalysis) finding(odd, agree []*voter, msg, remedy string) {
 		f.Evidence = append(f.Evidence, v.uses...)
 		f.More += v.n - len(v.uses)
 	}
-	a.r.Findings = append(a.r.Findings, f)
+	a.r.addFinding(f)
 }
 
 // disagreement says which uses differ from the others.

@@ -100,7 +100,7 @@ func Masquerade(n *Node) *MasqueradeReport {
 		}
 		rep.NotChecked = append(rep.NotChecked, Gap{Check: fmt.Sprintf("the masquerade setup of %s %s (%s)", f.Mode, f.Family, strings.Join(f.Problems, "; ")),
 			Reason: "the " + string(f.Family) + " rules are an excerpt, and what it does not show may hold it", Remedy: "the whole " + saveCommand(f.Family)})
-		f.Problems, f.Findings = []string{}, nil
+		f.dropProblems()
 	}
 	problems := false
 	for _, f := range rep.Families {
