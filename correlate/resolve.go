@@ -7,7 +7,16 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/proxyrules/kubectl-proxyrules/internal/textdist"
 )
+
+// NoCurrentServiceError says no current Service answers what was asked
+// (an address, a chain), though the rules may still hold a deleted one's:
+// explain looks for it among the stale chains (FormerService).
+type NoCurrentServiceError struct{ msg string }
+
+func (e *NoCurrentServiceError) Error() string { return e.msg }
 
 // ServiceNotFoundError says a Service is not in the objects, with what the
 // asker most likely meant: the namespaces where a Service of that name does
@@ -150,45 +159,8 @@ func similar(a, b string) (int, bool) {
 		return 1, true
 	}
 	limit := min(max(len(a)/3, 1), 3)
-	d := editDistance(a, b, limit)
+	d := textdist.Levenshtein(a, b, limit)
 	return d, d <= limit
-}
-
-// editDistance is the Levenshtein distance of a and b, or limit+1 once it
-// is known to exceed limit.
-func editDistance(a, b string, limit int) int {
-	if abs(len(a)-len(b)) > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin > limit {
-			return limit + 1
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // portList describes a Service's ports for an error: "http 80/TCP".

@@ -64,24 +64,6 @@ func TestResolveService(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b  string
-		limit int
-		want  int
-	}{
-		{"frontend", "frontend", 3, 0},
-		{"frontnd", "frontend", 3, 1},
-		{"kitten", "sitting", 3, 3},
-		{"abc", "xyzxyzxyz", 2, 3}, // over the limit: limit+1
-		{"", "ab", 3, 2},
-	} {
-		if got := editDistance(tc.a, tc.b, tc.limit); got != tc.want {
-			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tc.a, tc.b, tc.limit, got, tc.want)
-		}
-	}
-}
-
 func TestServiceOfChain(t *testing.T) {
 	owner := func(chain, spn string, stale bool) Lookup {
 		return Lookup{Query: chain, ChainOwner: ChainOwner{Chain: chain, ServicePort: spn, Stale: stale}}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/proxyrules/kubectl-proxyrules/internal/textdist"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -43,25 +44,5 @@ func flagNear(typed, name string) bool {
 	if typed == "" {
 		return false
 	}
-	return strings.HasPrefix(name, typed) || levenshtein(strings.ToLower(typed), strings.ToLower(name)) <= 2
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return strings.HasPrefix(name, typed) || textdist.Levenshtein(strings.ToLower(typed), strings.ToLower(name), 2) <= 2
 }
