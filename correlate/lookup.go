@@ -278,7 +278,7 @@ func ServiceOfChain(query string, found []Lookup) (namespace, name, port string,
 				break
 			}
 		}
-		return "", "", "", fmt.Errorf("%s is stale: no current Service port or endpoint owns it%s; see `stale` for why it is still there", strings.Join(stale, ", "), belonged)
+		return "", "", "", &NoCurrentServiceError{fmt.Sprintf("%s is stale: no current Service port or endpoint owns it%s; see `stale` for why it is still there", strings.Join(stale, ", "), belonged)}
 	}
 	return "", "", "", fmt.Errorf("%s is a kube-proxy chain no Service could be found for: `map %s` shows what is known of it", query, query)
 }

@@ -40,7 +40,7 @@ func ServiceByAddress(objs *Objects, addr netip.Addr, port uint16) (svc *corev1.
 	}
 	switch len(found) {
 	case 0:
-		return nil, "", fmt.Errorf("no Service has the address %s (cluster, external or load-balancer IP): check it with kubectl get services -A -o wide", addr)
+		return nil, "", &NoCurrentServiceError{fmt.Sprintf("no Service has the address %s (cluster, external or load-balancer IP): check it with kubectl get services -A -o wide", addr)}
 	case 1:
 		if port != 0 {
 			servicePort = strconv.Itoa(int(port))

@@ -256,8 +256,8 @@ func mayBeDeleted(err error) bool {
 	if errors.As(err, &nf) {
 		return len(nf.Similar) == 0 && len(nf.Elsewhere) == 0
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "no Service has the address") || strings.Contains(msg, " is stale: ") || strings.Contains(msg, "no current Service")
+	var gone *correlate.NoCurrentServiceError
+	return errors.As(err, &gone)
 }
 
 // former explains a deleted Service the node's rules still route, named
