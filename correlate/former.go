@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,10 +100,8 @@ func (m FormerServiceMatch) matches(c StaleChain) bool {
 }
 
 func appendUnique(list []string, s string) []string {
-	for _, l := range list {
-		if l == s {
-			return list
-		}
+	if slices.Contains(list, s) {
+		return list
 	}
 	return append(list, s)
 }

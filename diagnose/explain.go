@@ -570,12 +570,16 @@ func nameEndpoints(eps []string) string {
 	if len(eps) == 1 {
 		return "endpoint " + eps[0]
 	}
-	shown := eps
-	more := ""
-	if len(eps) > 3 {
-		shown, more = eps[:3], fmt.Sprintf(" and %d more", len(eps)-3)
+	return fmt.Sprintf("%d endpoints (%s)", len(eps), fewOf(eps))
+}
+
+// fewOf names the first three items and counts the rest: "a, b, c and 2
+// more".
+func fewOf(items []string) string {
+	if len(items) <= 3 {
+		return strings.Join(items, ", ")
 	}
-	return fmt.Sprintf("%d endpoints (%s%s)", len(eps), strings.Join(shown, ", "), more)
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:3], ", "), len(items)-3)
 }
 
 func them(eps []string) string {

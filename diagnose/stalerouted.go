@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +17,6 @@ const (
 	kindRemovedPort    = "removedPortRouted"
 	kindGoneEndpoints  = "goneEndpointsRouted"
 	kindUnknownOwner   = "unknownOwnerRouted"
-	staleListedAtMost  = 3
 	deletedRoutedTitle = "deleted Service %s still routed"
 )
 
@@ -81,7 +81,7 @@ func staleRouted(o StaleOwner, chains []*StaleVerdict) (*raw, string) {
 		if len(via) > 0 {
 			from = ", from " + strings.Join(via, ", ")
 		}
-		return r, fmt.Sprintf("%s (%s) of %s %s gone but still %s new connections (%s rules%s)", countWord(len(gone), "endpoint"), nameList(gone), o.Owner, isAre(len(gone)), getsWord(len(gone)), fam, from)
+		return r, fmt.Sprintf("%s (%s) of %s %s gone but still %s new connections (%s rules%s)", countWord(len(gone), "endpoint"), fewOf(gone), o.Owner, isAre(len(gone)), gets(gone), fam, from)
 	default:
 		r.kind = kindUnknownOwner
 		r.Subject = fmt.Sprintf("%s (former owner unknown)", countWord(len(o.Chains), string(fam)+" chain"))
@@ -103,18 +103,14 @@ func routedPath(via, entries, gone []string) string {
 	case 0:
 		parts = append(parts, "no endpoint (rejected or dropped there)")
 	default:
-		parts = append(parts, fmt.Sprintf("%s that %s gone (%s)", countWord(len(gone), "endpoint"), isAre(len(gone)), nameList(gone)))
+		parts = append(parts, fmt.Sprintf("%s that %s gone (%s)", countWord(len(gone), "endpoint"), isAre(len(gone)), fewOf(gone)))
 	}
 	return strings.Join(parts, " → ")
 }
 
 func appendNew(list []string, items ...string) []string {
 	for _, it := range items {
-		found := false
-		for _, l := range list {
-			found = found || l == it
-		}
-		if !found {
+		if !slices.Contains(list, it) {
 			list = append(list, it)
 		}
 	}
@@ -128,21 +124,6 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
-}
-
-func getsWord(n int) string {
-	if n == 1 {
-		return "gets"
-	}
-	return "get"
-}
-
-// nameList names a few items: "a, b, c and 2 more".
-func nameList(items []string) string {
-	if len(items) <= staleListedAtMost {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:staleListedAtMost], ", "), len(items)-staleListedAtMost)
 }
 
 // staleRoutedCauses makes each deleted Service still routed that no

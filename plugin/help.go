@@ -141,22 +141,19 @@ func wrapHelp(text string, width int) string {
 // tail, each but the first starts with cont. A word longer than the width
 // stays whole.
 func wrapLine(line, cont, tail string, width int) string {
-	words := strings.Split(line, " ")
 	var out []string
 	cur := ""
-	for i, w := range words {
+	for i, w := range strings.Split(line, " ") { // empty words keep runs of spaces
 		next := cur + " " + w
-		if i == 0 || cur == "" || strings.TrimSpace(cur) == "" {
-			next = cur + w
-			if i > 0 {
-				next = cur + " " + w
-			}
+		if i == 0 {
+			next = w
 		}
-		if cur != "" && strings.TrimSpace(cur) != "" && strings.TrimSpace(cur) != strings.TrimSpace(cont) &&
-			utf8.RuneCountInString(next)+utf8.RuneCountInString(tail) > width {
+		// Break only after a word of the piece's own: never inside the
+		// indentation, nor right after the continuation's "#".
+		hasWord := strings.TrimSpace(cur) != "" && strings.TrimSpace(cur) != strings.TrimSpace(cont)
+		if hasWord && utf8.RuneCountInString(next)+utf8.RuneCountInString(tail) > width {
 			out = append(out, cur+tail)
-			cur = cont + w
-			continue
+			next = cont + w
 		}
 		cur = next
 	}
