@@ -45,6 +45,10 @@ func TestNoneReadyIsAFinding(t *testing.T) {
 			if rep.Status != diagnose.StatusProblems {
 				t.Errorf("status %s, want problems (exit 2)", rep.Status)
 			}
+			// The verdict line names the Service and what is wrong.
+			if !strings.Contains(rep.Verdict, "service shop/checkout:http") || !strings.Contains(rep.Verdict, ": 0 of 3 endpoints ready") {
+				t.Errorf("verdict %q does not name the Service and the outage", rep.Verdict)
+			}
 			ex, err := diagnose.ExplainService(n, "shop", "checkout", "")
 			if err != nil {
 				t.Fatal(err)
