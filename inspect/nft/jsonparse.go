@@ -1,0 +1,409 @@
+package nft
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"unsafe"
+)
+
+// The JSON scanner and parser: one value onto a tape (see json.go).
+
+// jsonValue is one value on a tape. A nil *jsonValue is an absent value.
+// The values inside a container follow it on the tape; span counts the
+// container's whole subtree, so the next sibling of a value v is span
+// entries after v.
+type jsonValue struct {
+	kind byte  // 'z' null, 't' true, 'f' false, '#' number, 's' string, 'a' array, 'o' object
+	span int32 // tape entries of this value, those inside it included
+	n    int32 // members of an object, items of an array
+	key  string
+	str  string // string value, or the text of a number
+}
+
+func (v *jsonValue) isNull() bool { return v != nil && v.kind == 'z' }
+func (v *jsonValue) isStr() bool  { return v != nil && v.kind == 's' }
+func (v *jsonValue) isNum() bool  { return v != nil && v.kind == '#' }
+func (v *jsonValue) isArr() bool  { return v != nil && v.kind == 'a' }
+func (v *jsonValue) isTrue() bool { return v != nil && v.kind == 't' }
+
+// subtree is v and the values inside it, as the slice of the tape they
+// occupy (the parser puts them there: span entries from v).
+func (v *jsonValue) subtree() []jsonValue { return unsafe.Slice(v, int(v.span)) }
+
+// items calls fn with the items of an array, in order, until fn returns
+// false (never, for anything but an array).
+func (v *jsonValue) items(fn func(i int, c *jsonValue) bool) {
+	if v == nil || v.kind != 'a' || v.n == 0 {
+		return
+	}
+	sub := v.subtree()
+	for i, j := 0, 1; j < len(sub); i++ {
+		c := &sub[j]
+		if !fn(i, c) {
+			return
+		}
+		j += int(c.span)
+	}
+}
+
+// kid returns item (or member) i of a container, or nil.
+func (v *jsonValue) kid(i int) *jsonValue {
+	if v == nil || v.kind != 'a' && v.kind != 'o' || i < 0 || i >= int(v.n) {
+		return nil
+	}
+	sub := v.subtree()
+	j := 1
+	for ; i > 0; i-- {
+		j += int(sub[j].span)
+	}
+	return &sub[j]
+}
+
+// get returns the member key of an object, or nil.
+func (v *jsonValue) get(key string) *jsonValue {
+	if v == nil || v.kind != 'o' {
+		return nil
+	}
+	sub := v.subtree()
+	for j := 1; j < len(sub); j += int(sub[j].span) {
+		if sub[j].key == key {
+			return &sub[j]
+		}
+	}
+	return nil
+}
+
+// length is the number of items of an array (0 for anything else).
+func (v *jsonValue) length() int {
+	if v == nil || v.kind != 'a' {
+		return 0
+	}
+	return int(v.n)
+}
+
+// single returns the only member of an object.
+func (v *jsonValue) single() (string, *jsonValue, bool) {
+	if v == nil || v.kind != 'o' || v.n != 1 {
+		return "", nil, false
+	}
+	c := v.kid(0)
+	return c.key, c, true
+}
+
+// scalar returns a string, the text of a number, or "true"/"false".
+func (v *jsonValue) scalar() string {
+	if v == nil {
+		return ""
+	}
+	switch v.kind {
+	case 's', '#':
+		return v.str
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	}
+	return ""
+}
+
+// fieldStr returns the scalar member key of an object.
+func (v *jsonValue) fieldStr(key string) string { return v.get(key).scalar() }
+
+// strs reads a string or a list of strings.
+func (v *jsonValue) strs() []string {
+	if v == nil {
+		return nil
+	}
+	if v.kind == 'a' {
+		out := make([]string, 0, v.n)
+		v.items(func(_ int, c *jsonValue) bool {
+			if s := c.scalar(); s != "" {
+				out = append(out, s)
+			}
+			return true
+		})
+		return out
+	}
+	if s := v.scalar(); s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+// jsonMaxDepth bounds the nesting the parser accepts (encoding/json's
+// own limit).
+const jsonMaxDepth = 10000
+
+// bigJSONObject is the size from which jsonParser sizes the tape ahead.
+const bigJSONObject = 64 << 10
+
+// jsonParser parses one JSON value held in a string onto its tape.
+type jsonParser struct {
+	s     string
+	i     int
+	stack []openValue // of value, kept for the next parse
+	// tape holds the values of the value being parsed; it lives only
+	// until the next parse, so it is reused
+	tape  []jsonValue
+	err   error
+	short bool
+}
+
+func (p *jsonParser) parse(s string) (*jsonValue, error) {
+	if len(s) >= bigJSONObject {
+		p.sizeTape(s)
+	}
+	v, _, _, err := p.parsePrefix(s)
+	p.space()
+	if err == nil && p.i != len(p.s) {
+		p.fail("trailing data")
+		return v, p.err
+	}
+	return v, err
+}
+
+// sizeTape makes room on the tape for the values of s at most: for a
+// set of thousands of elements, the tape it needs at once rather than
+// grown (and copied) a dozen times. Every value but the first follows a
+// ',' or opens a container's contents; the count is capped for input of
+// mostly commas.
+func (p *jsonParser) sizeTape(s string) {
+	n := strings.Count(s, ",") + strings.Count(s, "[") + strings.Count(s, "{") + 1
+	if n = min(n, len(s)/8); cap(p.tape) < n {
+		p.tape = make([]jsonValue, 0, n)
+	}
+}
+
+func (p *jsonParser) fail(what string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("offset %d: %s", p.i, what)
+		// short: the value may just go on past the data at hand
+		p.short = p.i >= len(p.s) || what == "bad literal" && len(p.s)-p.i < len("false")
+	}
+	p.i = len(p.s)
+}
+
+// parsePrefix parses the value at the start of s, which may go on after
+// it: the value and the bytes it took, or short when s ends inside it.
+// The value is valid until the next parse. (Its tape grows as it goes:
+// the size of the value is not known ahead.)
+func (p *jsonParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err error) {
+	p.s, p.i, p.err, p.short = s, 0, nil, false
+	// The last value's entries are overwritten, not cleared first: the
+	// strings left beyond the new value's end keep at most the read
+	// buffers of the values before alive, for as long as the parser.
+	p.tape = p.tape[:0]
+	p.value()
+	if p.err != nil {
+		return nil, p.i, p.short, p.err
+	}
+	return &p.tape[0], p.i, false, nil
+}
+
+// space skips white space at p.i.
+func (p *jsonParser) space() { p.i = skipSpace(p.s, p.i) }
+
+// skipSpace returns the offset of the first byte at or after i in s that
+// is no white space. nft writes none inside an object, so the first byte
+// most often ends it: one comparison.
+func skipSpace(s string, i int) int {
+	for i < len(s) && s[i] <= ' ' && isJSONSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// openValue is a container being parsed: its tape entry, its members so
+// far, whether it is an object.
+type openValue struct {
+	at  int
+	n   int32
+	obj bool
+}
+
+// value parses the value at p.i onto the tape. It is one loop over
+// locals, with the open containers on a stack of its own: the recursive
+// descent it replaced spent a third of its time loading and storing the
+// parser's fields and calling itself. What it accepts and the errors it
+// gives (message and offset) are the recursive descent's, kept in
+// jsonref_test.go to be compared with.
+func (p *jsonParser) value() {
+	s, i, tape := p.s, p.i, p.tape
+	stack := p.stack[:0]
+	key := ""
+	var what string // why it failed, at i
+	defer func() {
+		p.tape, p.stack, p.i = tape, stack[:0], i
+		if what != "" {
+			p.fail(what)
+		}
+	}()
+	for {
+		// a value, named key, at i
+		i = skipSpace(s, i)
+		if i >= len(s) {
+			what = "unexpected end"
+			return
+		}
+		switch c := s[i]; {
+		case c == '{' || c == '[':
+			if len(stack) >= jsonMaxDepth {
+				what = "nesting too deep"
+				return
+			}
+			obj, closer, kind := c == '{', byte(']'), byte('a')
+			if obj {
+				closer, kind = '}', 'o'
+			}
+			stack = append(stack, openValue{at: len(tape), obj: obj})
+			tape = append(tape, jsonValue{kind: kind, key: key})
+			i++
+			i = skipSpace(s, i)
+			if i < len(s) && s[i] == closer {
+				i++
+				tape[len(tape)-1].span = 1
+				stack = stack[:len(stack)-1]
+				break // an empty container: a value read
+			}
+			key = ""
+			if obj {
+				if key, i, what = memberName(s, i); what != "" {
+					return
+				}
+			}
+			continue
+		case c == '"':
+			var str string
+			if str, i, what = jsonString(s, i); what != "" {
+				return
+			}
+			tape = append(tape, jsonValue{kind: 's', span: 1, key: key, str: str})
+		case c == 't' || c == 'f' || c == 'n':
+			word, kind := "null", byte('z')
+			if c == 't' {
+				word, kind = "true", 't'
+			} else if c == 'f' {
+				word, kind = "false", 'f'
+			}
+			if !strings.HasPrefix(s[i:], word) {
+				what = "bad literal"
+				return
+			}
+			i += len(word)
+			tape = append(tape, jsonValue{kind: kind, span: 1, key: key})
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(s) && inNumber[s[j]] {
+				j++
+			}
+			tape = append(tape, jsonValue{kind: '#', span: 1, key: key, str: s[i:j]})
+			i = j
+		default:
+			what = "unexpected character"
+			return
+		}
+		// a value read: it is the whole, or a member of the innermost
+		// open container, which goes on or closes (and is a value read)
+		for {
+			if len(stack) == 0 {
+				return
+			}
+			top := &stack[len(stack)-1]
+			top.n++
+			i = skipSpace(s, i)
+			if i >= len(s) {
+				what = "unexpected end"
+				return
+			}
+			closer := byte(']')
+			if top.obj {
+				closer = '}'
+			}
+			if c := s[i]; c == ',' {
+				i++
+				key = ""
+				if top.obj {
+					if key, i, what = memberName(s, i); what != "" {
+						return
+					}
+				}
+				break
+			} else if c != closer {
+				what = "expected ',' or a closing bracket"
+				return
+			}
+			i++
+			if len(tape)-top.at > math.MaxInt32 {
+				what = "value too large"
+				return
+			}
+			tape[top.at].span = int32(len(tape) - top.at)
+			tape[top.at].n = top.n
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// memberName reads `"name":` at s[i] (after white space) and returns the
+// name and where the member's value starts, or why it failed and where.
+func memberName(s string, i int) (name string, next int, what string) {
+	i = skipSpace(s, i)
+	if i >= len(s) || s[i] != '"' {
+		return "", i, "expected a member name"
+	}
+	if name, i, what = jsonString(s, i); what != "" {
+		return "", i, what
+	}
+	i = skipSpace(s, i)
+	if i >= len(s) || s[i] != ':' {
+		return "", i, "expected ':'"
+	}
+	return name, i + 1, ""
+}
+
+// jsonString reads the JSON string at s[i] == '"' and returns it and the
+// offset after it, or why it failed and where: at the end of s when it
+// ends inside the string (which may go on past the data at hand). Without
+// escapes it is a substring of s.
+func jsonString(s string, i int) (str string, next int, what string) {
+	start := i + 1
+	j := start
+	for j < len(s) && !inString[s[j]] {
+		j++ // the plain part, in a tight loop
+	}
+	esc := false
+	for j < len(s) {
+		c := s[j]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			esc = true
+			j += 2
+			continue
+		}
+		j++
+	}
+	if j >= len(s) {
+		return "", len(s), "unterminated string"
+	}
+	if !esc {
+		return s[start:j], j + 1, ""
+	}
+	var out string
+	if err := json.Unmarshal([]byte(s[start-1:j+1]), &out); err != nil {
+		return "", j + 1, "bad string escape"
+	}
+	return out, j + 1, ""
+}
+
+// inString marks the bytes that end the plain part of a string.
+var inString [256]bool
+
+func init() { inString['"'], inString['\\'] = true, true }
+
+// inNumber marks the bytes a number's text runs over.
+var inNumber = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true,
+	'7': true, '8': true, '9': true, '.': true, 'e': true, 'E': true, '+': true, '-': true}
