@@ -10,9 +10,11 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
-// This file reads `nft -j list ruleset` (libnftables JSON schema v1) and
-// renders each rule's expression list into the text nft itself would list,
-// so that analyzeRule sees one syntax whatever the input format.
+// This file reads `nft -j list ruleset` (libnftables JSON schema v1): the
+// stream and its framing. jsonparse.go parses one value onto a tape,
+// jsonobject.go reads the objects off it, jsonrender.go renders each rule's
+// expression list into the text nft itself would list, so that analyzeRule
+// sees one syntax whatever the input format (see doc.go).
 //
 // encoding/json's Decoder is not used: the input is framed by jsonStream
 // (the outer object and the "nftables" array, one element at a time) and
@@ -21,6 +23,7 @@ import (
 // that are substrings of the input. The tape is reused from object to
 // object, so a parse costs no allocation once it has grown; the renderer
 // reads it in place.
+
 // ParseJSON reads `nft -j list ruleset` (or `nft -j list table …`)
 // output. It streams: the "nftables" array is decoded one object at a time,
 // so the input is never held in memory as a whole. Tables of an
