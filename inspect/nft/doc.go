@@ -49,9 +49,10 @@
 //     analyzeTokens and numLists grows by one, or the rule costs an
 //     allocation per list again.
 //     NumgenTargets alone has its own scratch list (ruleScratch.numgen).
-//   - The loop in jsonParser.value and the recursive descent in
-//     jsonref_test.go agree on every input, errors and offsets included
-//     (FuzzJSONParserAgainstRef).
+//   - The JSON parser takes what encoding/json takes, no more: numbers by
+//     RFC 8259's grammar (jsonNumber), no control character in a string;
+//     FuzzJSONParserAgainstRef holds it to json.Valid and to the recursive
+//     descent in jsonref_test.go (errors and offsets included).
 //   - A fast path (segments, map bodies read ahead, the tape) checks its
 //     guesses and falls back; tests and fuzz targets hold it equal to the
 //     slow path, errors and warnings included.

@@ -294,9 +294,10 @@ func (p *jsonParser) value() {
 			i += len(word)
 			tape = append(tape, jsonValue{kind: kind, span: 1, key: key})
 		case c == '-' || c >= '0' && c <= '9':
-			j := i + 1
-			for j < len(s) && inNumber[s[j]] {
-				j++
+			j, bad := jsonNumber(s, i)
+			if bad != "" {
+				i, what = j, bad
+				return
 			}
 			tape = append(tape, jsonValue{kind: '#', span: 1, key: key, str: s[i:j]})
 			i = j
@@ -379,6 +380,9 @@ func jsonString(s string, i int) (str string, next int, what string) {
 		if c == '"' {
 			break
 		}
+		if c < ' ' {
+			return "", j, "control character in string"
+		}
 		if c == '\\' {
 			esc = true
 			j += 2
@@ -399,11 +403,56 @@ func jsonString(s string, i int) (str string, next int, what string) {
 	return out, j + 1, ""
 }
 
-// inString marks the bytes that end the plain part of a string.
-var inString [256]bool
+// inString marks the bytes that end the plain part of a string: its
+// quote, a backslash, and the control characters a string may not hold
+// (RFC 8259, section 7).
+var inString = func() (t [256]bool) {
+	for c := range ' ' {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
-func init() { inString['"'], inString['\\'] = true, true }
+// jsonNumber returns the end of the number at s[i] ('-' or a digit), by
+// RFC 8259's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; or
+// why it is none and where (at the end of s when s ends inside it, which
+// may go on past the data at hand). What follows it is the caller's to
+// check: in `01` the number is `0`.
+func jsonNumber(s string, i int) (next int, what string) {
+	if s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] > '0' && s[i] <= '9':
+		i = digits(s, i+1)
+	default:
+		return i, "bad number"
+	}
+	if i < len(s) && s[i] == '.' {
+		if i = digits(s, i+1); s[i-1] == '.' {
+			return i, "bad number"
+		}
+	}
+	if i < len(s) && s[i]|0x20 == 'e' {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		from := i
+		if i = digits(s, i); i == from {
+			return i, "bad number"
+		}
+	}
+	return i, ""
+}
 
-// inNumber marks the bytes a number's text runs over.
-var inNumber = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true,
-	'7': true, '8': true, '9': true, '.': true, 'e': true, 'E': true, '+': true, '-': true}
+// digits returns the end of the run of decimal digits at s[i].
+func digits(s string, i int) int {
+	for i < len(s) && s[i]-'0' < 10 {
+		i++
+	}
+	return i
+}

@@ -1,8 +1,10 @@
 package nft
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +13,8 @@ import (
 // refJSONParser is the recursive descent jsonParser was before it became
 // one loop over locals: the reference the loop is compared with
 // (FuzzJSONParserAgainstRef). It shares the parser's fields, its fail and
-// its white space and string scanners; what it checks is the structure.
+// its white space, string and number scanners; what it checks is the
+// structure. encoding/json is the oracle for what is JSON (jsonValid).
 type refJSONParser struct {
 	jsonParser
 	depth int
@@ -53,12 +56,13 @@ func (p *refJSONParser) value(key string) {
 		p.literal("null", 'z', key)
 		return
 	case c == '-' || c >= '0' && c <= '9':
-		s := p.s
-		j := p.i + 1
-		for j < len(s) && inNumber[s[j]] {
-			j++
+		j, what := jsonNumber(p.s, p.i)
+		if what != "" {
+			p.i = j
+			p.fail(what)
+			return
 		}
-		p.tape = append(p.tape, jsonValue{kind: '#', span: 1, key: key, str: s[p.i:j]})
+		p.tape = append(p.tape, jsonValue{kind: '#', span: 1, key: key, str: p.s[p.i:j]})
 		p.i = j
 		return
 	}
@@ -177,11 +181,121 @@ func FuzzJSONParserAgainstRef(f *testing.F) {
 	for _, s := range jsonParserCases {
 		f.Add(s)
 	}
+	for _, c := range notJSONCases {
+		f.Add(c.in)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if d := againstRef(s); d != "" {
 			t.Fatal(d)
 		}
+		if d := againstEncodingJSON(s); d != "" {
+			t.Fatal(d)
+		}
 	})
+}
+
+// againstEncodingJSON holds the parser to encoding/json, which shares
+// nothing with it: it takes what json.Valid takes and refuses what it
+// refuses (the nesting limit is the same), and what it takes it reads
+// as encoding/json does. "" when they agree.
+func againstEncodingJSON(s string) string {
+	var p jsonParser
+	v, err := p.parse(s)
+	if valid := json.Valid([]byte(s)); valid != (err == nil) {
+		return fmt.Sprintf("%q: json.Valid %v, the parser's error %v", s, valid, err)
+	}
+	if err != nil {
+		return ""
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var want any
+	if err := d.Decode(&want); err != nil {
+		return fmt.Sprintf("%q: valid, but encoding/json: %v", s, err)
+	}
+	if got := tapeValue(v); !reflect.DeepEqual(got, want) {
+		return fmt.Sprintf("%q: the parser read %#v, encoding/json %#v", s, got, want)
+	}
+	return ""
+}
+
+// tapeValue is v as encoding/json decodes JSON into an any (numbers as
+// json.Number): its strings with each byte of invalid UTF-8 replaced, an
+// object's last member of a name the one kept.
+func tapeValue(v *jsonValue) any {
+	text := func(s string) string { return string([]rune(s)) }
+	switch v.kind {
+	case 'z':
+		return nil
+	case 't', 'f':
+		return v.kind == 't'
+	case '#':
+		return json.Number(v.str)
+	case 's':
+		return text(v.str)
+	case 'a':
+		out := []any{}
+		v.items(func(_ int, c *jsonValue) bool {
+			out = append(out, tapeValue(c))
+			return true
+		})
+		return out
+	}
+	out := map[string]any{}
+	for i := range int(v.n) {
+		c := v.kid(i)
+		out[text(c.key)] = tapeValue(c)
+	}
+	return out
+}
+
+// notJSONCases are inputs encoding/json refuses that the parser took
+// before it held numbers to RFC 8259's grammar and refused control
+// characters in strings, and some it always took.
+var notJSONCases = []struct{ in, err string }{
+	{`[-]`, "offset 2: bad number"},
+	{`[--1]`, "offset 2: bad number"},
+	{`[01]`, "offset 2: expected ',' or a closing bracket"},
+	{`[-01]`, "offset 3: expected ',' or a closing bracket"},
+	{`[1.]`, "offset 3: bad number"},
+	{`[1.e5]`, "offset 3: bad number"},
+	{`[.5]`, "offset 1: unexpected character"},
+	{`[1e5e5]`, "offset 4: expected ',' or a closing bracket"},
+	{`[1e]`, "offset 3: bad number"},
+	{`[1e+]`, "offset 4: bad number"},
+	{`[1E-x]`, "offset 4: bad number"},
+	{`[1.5.5]`, "offset 4: expected ',' or a closing bracket"},
+	{`[1-2]`, "offset 2: expected ',' or a closing bracket"},
+	{`[+1]`, "offset 1: unexpected character"},
+	{"[\"a\tb\"]", "offset 3: control character in string"},
+	{"{\"k\x01\":1}", "offset 3: control character in string"},
+	{"[\"\\u0041\n\"]", "offset 8: control character in string"},
+	{"[\"\x1f\"]", "offset 2: control character in string"},
+	{"-", "offset 1: bad number"},
+	// and what is JSON, still taken
+	{`[0, -0, 1.5, -0.5e+3, 1E5, 10e-2, 123456789012345678901234567890]`, ""},
+	{"[\"a\\tb\\u001f\x7f\"]", ""},
+}
+
+// The parser refuses what encoding/json refuses, with an error that says
+// where, and takes the JSON beside it as encoding/json reads it.
+func TestJSONParserRefusesNotJSON(t *testing.T) {
+	for _, c := range notJSONCases {
+		if json.Valid([]byte(c.in)) != (c.err == "") {
+			t.Fatalf("%q: the case is wrong: json.Valid says %v", c.in, json.Valid([]byte(c.in)))
+		}
+		var p jsonParser
+		_, err := p.parse(c.in)
+		if fmt.Sprint(err) != c.err && !(err == nil && c.err == "") {
+			t.Errorf("%q: error %v, want %q", c.in, err, c.err)
+		}
+		if d := againstEncodingJSON(c.in); d != "" {
+			t.Error(d)
+		}
+		if d := againstRef(c.in); d != "" {
+			t.Error(d)
+		}
+	}
 }
 
 // jsonParserCases are inputs good and bad at every place the parser can
