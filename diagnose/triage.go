@@ -103,20 +103,15 @@ func Triage(n *Node) *TriageReport {
 		at := n.At
 		rep.EvidenceTime, rep.EvidenceTimeSource = &at, n.AtSource
 	}
-	var raws []*raw
-	add := func(r *raw, format string, args ...any) {
-		r.Message = fmt.Sprintf(format, args...)
-		raws = append(raws, r)
-	}
-	rs := n.Ruleset
+	var f rawFindings
 	for _, w := range n.CollectionNotes {
-		add(&raw{Finding: Finding{Severity: SeverityInfo, Area: "collection", Subject: n.Name}, tag: tagOther}, "%s", w)
+		f.other(SeverityInfo, "collection", n.Name, "%s", w)
 	}
 	rep.Chains = MapChains(n).Summary
 	// Every Service explained once, for the identity and the findings.
 	var explained []*correlate.Explanation
 	if n.Objects != nil {
-		explained = correlate.ExplainAll(rs, n.Objects, n.nodeView())
+		explained = correlate.ExplainAll(n.Ruleset, n.Objects, n.nodeView())
 	}
 	if n.NameEvidence != "" {
 		rep.Identity = NodeIdentity{Inferred: n.Name, Evidence: n.NameEvidence}
@@ -124,13 +119,52 @@ func Triage(n *Node) *TriageReport {
 		rep.Identity = identifyFrom(n.Name, n, explained)
 	}
 
-	// Proxy mode and backends.
-	rep.Mode = DetectMode(rs)
+	modeFindings(n, rep, f.other)
+	backendFindings(n.Ruleset, f.other)
+	walkGaps := serviceFindings(n, explained, f.add)
+
+	// Stale chains.
+	var syncPeriod time.Duration
+	if n.Config != nil {
+		syncPeriod = n.Config.SyncPeriod
+	}
+	rep.Stale = Stale(n, StaleOptions{SyncPeriod: syncPeriod})
+	staleFindings(rep.Stale, f.add)
+
+	rep.Masquerade = Masquerade(n).Families
+	masqueradeFindings(rep.Masquerade, &f)
+
+	// Counts and syncs.
+	rep.Counts = Counts(n)
+	if len(n.Metrics) > 0 {
+		countsFindings(rep, f.add)
+	}
+
+	rep.Findings = nonNil(groupByCause(n, rep, f.raws))
+	concludeTriage(n, rep, walkGaps)
+	return rep
+}
+
+// rawFindings collects the findings of every diagnosis before they are
+// grouped by cause.
+type rawFindings struct{ raws []*raw }
+
+func (f *rawFindings) add(r *raw, format string, args ...any) {
+	r.Message = fmt.Sprintf(format, args...)
+	f.raws = append(f.raws, r)
+}
+
+// other adds a finding no cause claims.
+func (f *rawFindings) other(sev Severity, area, subject, format string, args ...any) {
+	f.add(&raw{Finding: Finding{Severity: sev, Area: area, Subject: subject}, tag: tagOther}, format, args...)
+}
+
+// modeFindings says what is wrong with the proxy mode: two modes at once,
+// another mode than configured, or none.
+func modeFindings(n *Node, rep *TriageReport, other func(sev Severity, area, subject, format string, args ...any)) {
+	rep.Mode = DetectMode(n.Ruleset)
 	if n.Config != nil {
 		rep.Mode.FromConfig = n.Config.Mode
-	}
-	other := func(sev Severity, area, subject, format string, args ...any) {
-		add(&raw{Finding: Finding{Severity: sev, Area: area, Subject: subject}, tag: tagOther}, format, args...)
 	}
 	if rep.Mode.Detected == kubeproxy.ModeBoth {
 		other(SeverityError, "mode", "", "kube-proxy rules of both iptables and nftables mode are present: kube-proxy removes the other mode's rules when it starts, so two kube-proxies (or a mode switch without a restart) are acting on this node")
@@ -141,10 +175,12 @@ func Triage(n *Node) *TriageReport {
 	if rep.Mode.Detected == kubeproxy.ModeUnknown {
 		other(SeverityError, "mode", "", "no kube-proxy rules in the dump: kube-proxy is not running on this node, runs in another mode (IPVS, or an eBPF replacement), or the dump is of the wrong backend (try iptables-legacy-save / iptables-nft-save)")
 	}
-	backendFindings(rs, other)
+}
 
-	// Services.
-	var walkGaps []Gap // walks cut short: what their absence findings would rest on
+// serviceFindings adds the problems of every selected Service's rules. It
+// returns the walks cut short: what their absence findings would rest on.
+func serviceFindings(n *Node, explained []*correlate.Explanation, add addRaw) []Gap {
+	var walkGaps []Gap
 	for _, ex := range explained {
 		if n.Select != nil && !n.Select(ex.Namespace, ex.Name) {
 			continue
@@ -165,34 +201,26 @@ func Triage(n *Node) *TriageReport {
 			}
 		}
 	}
+	return walkGaps
+}
 
-	// Stale chains.
-	var syncPeriod time.Duration
-	if n.Config != nil {
-		syncPeriod = n.Config.SyncPeriod
-	}
-	rep.Stale = Stale(n, StaleOptions{SyncPeriod: syncPeriod})
-	staleFindings(rep.Stale, add)
-
-	// Masquerade.
-	rep.Masquerade = Masquerade(n).Families
-	for _, m := range rep.Masquerade {
+// masqueradeFindings adds the masquerade problems (errors, with their
+// remedy) and the conflicting mark rules (warnings).
+func masqueradeFindings(families []MasqReport, f *rawFindings) {
+	for _, m := range families {
 		subject := string(m.Mode) + " " + string(m.Family)
 		for _, p := range m.Problems {
-			add(&raw{Finding: Finding{Severity: SeverityError, Area: "masquerade", Subject: subject, Remedy: m.Remedy(p)}, tag: tagOther}, "%s", p)
+			f.add(&raw{Finding: Finding{Severity: SeverityError, Area: "masquerade", Subject: subject, Remedy: m.Remedy(p)}, tag: tagOther}, "%s", p)
 		}
 		for _, c := range m.Conflicts {
-			other(SeverityWarning, "masquerade", subject, "%s rule %s %s/%s in %s %s: %s", c.Owner, c.Op, c.Value, c.Mask, c.Table, c.Chain, c.Reason)
+			f.other(SeverityWarning, "masquerade", subject, "%s rule %s %s/%s in %s %s: %s", c.Owner, c.Op, c.Value, c.Mask, c.Table, c.Chain, c.Reason)
 		}
 	}
+}
 
-	// Counts and syncs.
-	rep.Counts = Counts(n)
-	if len(n.Metrics) > 0 {
-		countsFindings(rep, add)
-	}
-
-	rep.Findings = nonNil(groupByCause(n, rep, raws))
+// concludeTriage counts the findings and says what was not checked, the
+// status and the verdict.
+func concludeTriage(n *Node, rep *TriageReport, walkGaps []Gap) {
 	for _, f := range rep.Findings {
 		rep.Summary[f.Severity]++
 	}
@@ -202,7 +230,6 @@ func Triage(n *Node) *TriageReport {
 	rep.NotChecked = append(rep.NotChecked, rep.Identity.unchecked...)
 	rep.Status = verdict(rep.Summary[SeverityError]+rep.Summary[SeverityWarning] > 0, rep.NotChecked)
 	rep.Verdict = triageVerdict(rep)
-	return rep
 }
 
 // countsFindings adds what kube-proxy's metrics say: rule counts that
