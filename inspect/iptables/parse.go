@@ -802,167 +802,225 @@ func (p *parser) parseRule(r *inspect.IPRule, text string) error {
 	return fillRule(r, toks)
 }
 
+// fillRule fills r from its arguments, the way iptables -S prints them.
 func fillRule(r *inspect.IPRule, toks []string) error {
+	f := ruleFiller{r: r, toks: toks}
 	not := false
-	afterTarget := false
-	module := "" // of the last -m
-	restoreMask, haveRestoreMask := uint32(0), false
-	value := func(i int) (string, bool) {
-		if i+1 >= len(toks) {
-			return "", false
-		}
-		return toks[i+1], true
-	}
-	for i := 0; i < len(toks); i++ {
-		tok := toks[i]
+	for ; f.i < len(toks); f.i++ {
+		tok := toks[f.i]
 		if tok == "!" {
 			not = true
 			continue
 		}
 		neg := not
 		not = false
-		opt := tok
-		switch opt {
-		case "-m", "--match":
-			if v, ok := value(i); ok {
-				module = v // -m mark and -m connmark share --mark
-			}
-			i++
-			continue
-		case "-j", "--jump", "-g", "--goto":
-			v, ok := value(i)
-			if !ok {
-				return fmt.Errorf("%s without a target", opt)
-			}
-			r.Target = v
-			r.Goto = opt == "-g" || opt == "--goto"
-			afterTarget = true
-			i++
-			continue
-		case "--random-fully":
-			r.Extra().RandomFully = true
-			continue
-		case "-c", "--set-counters":
-			// iptables -S -v: "-c PACKETS BYTES".
-			if i+2 < len(toks) && isUint(toks[i+1]) && isUint(toks[i+2]) {
-				pk, _ := strconv.ParseUint(toks[i+1], 10, 64)
-				by, _ := strconv.ParseUint(toks[i+2], 10, 64)
-				if pk != 0 || by != 0 {
-					r.Extra().Packets, r.Extra().Bytes = pk, by
-				}
-				i += 2
-				continue
-			}
-		case "--restore-mark":
-			if afterTarget {
-				r.Extra().RestoreMark = true
-				continue
-			}
-		case "--set", "--rcheck", "--update", "--remove", "--reap", "--rsource", "--rdest":
-			if afterTarget {
-				r.Extra().Unparsed = append(r.Extra().Unparsed, opt)
-				continue
-			}
-			rec := recentOf(r)
-			switch opt {
-			case "--set":
-				rec.Set = true
-			case "--rcheck", "--update":
-				rec.Rcheck = true
-			case "--reap":
-				rec.Reap = true
-			}
+		done, err := f.flag(tok)
+		if err != nil {
+			return err
+		}
+		if done {
 			continue
 		}
-		if !strings.HasPrefix(opt, "-") {
-			return fmt.Errorf("unexpected argument %q", opt)
-		}
-		v, ok := value(i)
-		if !ok || (strings.HasPrefix(v, "-") && len(v) > 1 && !isNumber(v)) {
-			// An option without a value.
-			r.Extra().Unparsed = append(r.Extra().Unparsed, opt)
-			continue
-		}
-		i++
-		a := inspect.Addr{Value: v, Not: neg}
-		switch opt {
-		case "-p", "--protocol":
-			r.Protocol = v
-		case "-s", "--source", "--src":
-			r.Source = a
-		case "-d", "--destination", "--dst":
-			r.Extra().Destination = a
-		case "-i", "--in-interface":
-			r.Extra().InIface = a
-		case "-o", "--out-interface":
-			r.Extra().OutIface = a
-		case "--dport", "--destination-port", "--dports", "--destination-ports":
-			r.Extra().DPort = a
-		case "--comment":
-			r.Comment = v
-		case "--src-type":
-			r.Extra().SrcType = a
-		case "--dst-type":
-			r.Extra().DstType = a
-		case "--ctstate", "--state":
-			r.Extra().CTState = a
-		case "--match-set":
-			r.Extra().MatchSet = a
-			if i+1 < len(toks) && !strings.HasPrefix(toks[i+1], "-") {
-				i++ // the src/dst flags
-			}
-		case "--mode":
-			r.Random = r.Random || v == "random"
-		case "--probability":
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return fmt.Errorf("bad --probability %q", v)
-			}
-			r.Probability = f
-		case "--name":
-			recentOf(r).Name = v
-		case "--seconds":
-			n, _ := strconv.Atoi(v)
-			recentOf(r).Seconds = n
-		case "--to-destination":
-			r.ToDestination = v
-		case "--reject-with":
-			r.Extra().RejectWith = v
-		case "--mark":
-			if afterTarget { // -j MARK --set-mark in old spellings
-				if err := setMark(r, "set-mark", v); err != nil {
-					return err
-				}
-				continue
-			}
-			val, mask, err := parseMarkMask(v, 0xffffffff)
-			if err != nil {
-				return err
-			}
-			if module == "" {
-				module = "mark"
-			}
-			r.Extra().Mark = &inspect.MarkMatch{Value: val, Mask: mask, Not: neg, Module: module}
-		case "--set-xmark", "--set-mark", "--or-mark", "--xor-mark", "--and-mark":
-			if err := setMark(r, opt[2:], v); err != nil {
-				return err
-			}
-		case "--nfmask", "--mask":
-			if m, err := parseMark(v); err == nil {
-				restoreMask, haveRestoreMask = m, true
-			}
-			r.Extra().Unparsed = append(r.Extra().Unparsed, opt, v)
-		default:
-			r.Extra().Unparsed = append(r.Extra().Unparsed, opt, v)
+		if err := f.option(tok, neg); err != nil {
+			return err
 		}
 	}
-	if r.More != nil && r.More.RestoreMark {
-		r.More.RestoreMarkMask = 0xffffffff
-		if haveRestoreMask {
-			r.More.RestoreMarkMask = restoreMask
+	f.settleRestoreMask()
+	return nil
+}
+
+// ruleFiller is fillRule's walk over one rule's arguments.
+type ruleFiller struct {
+	r    *inspect.IPRule
+	toks []string
+	i    int // the option being read
+
+	afterTarget bool   // -j/-g read: what follows are the target's options
+	module      string // of the last -m: -m mark and -m connmark share --mark
+	// restoreMask is the last --nfmask/--mask, for CONNMARK --restore-mark.
+	restoreMask     uint32
+	haveRestoreMask bool
+}
+
+// value is the word after toks[i].
+func (f *ruleFiller) value(i int) (string, bool) {
+	if i+1 >= len(f.toks) {
+		return "", false
+	}
+	return f.toks[i+1], true
+}
+
+// flag reads the options that are not "--name value" (-m, -j, counters,
+// the recent match's flags); done is false for the others.
+func (f *ruleFiller) flag(opt string) (done bool, err error) {
+	r := f.r
+	switch opt {
+	case "-m", "--match":
+		if v, ok := f.value(f.i); ok {
+			f.module = v
 		}
+		f.i++
+		return true, nil
+	case "-j", "--jump", "-g", "--goto":
+		v, ok := f.value(f.i)
+		if !ok {
+			return false, fmt.Errorf("%s without a target", opt)
+		}
+		r.Target = v
+		r.Goto = opt == "-g" || opt == "--goto"
+		f.afterTarget = true
+		f.i++
+		return true, nil
+	case "--random-fully":
+		r.Extra().RandomFully = true
+		return true, nil
+	case "-c", "--set-counters":
+		return f.counters(), nil
+	case "--restore-mark":
+		if f.afterTarget {
+			r.Extra().RestoreMark = true
+			return true, nil
+		}
+	case "--set", "--rcheck", "--update", "--remove", "--reap", "--rsource", "--rdest":
+		if f.afterTarget {
+			r.Extra().Unparsed = append(r.Extra().Unparsed, opt)
+			return true, nil
+		}
+		rec := recentOf(r)
+		switch opt {
+		case "--set":
+			rec.Set = true
+		case "--rcheck", "--update":
+			rec.Rcheck = true
+		case "--reap":
+			rec.Reap = true
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// counters reads iptables -S -v's "-c PACKETS BYTES"; false when the
+// words after -c are not two counts.
+func (f *ruleFiller) counters() bool {
+	toks, i := f.toks, f.i
+	if i+2 < len(toks) && isUint(toks[i+1]) && isUint(toks[i+2]) {
+		pk, _ := strconv.ParseUint(toks[i+1], 10, 64)
+		by, _ := strconv.ParseUint(toks[i+2], 10, 64)
+		if pk != 0 || by != 0 {
+			f.r.Extra().Packets, f.r.Extra().Bytes = pk, by
+		}
+		f.i += 2
+		return true
+	}
+	return false
+}
+
+// option reads "--name value"; an option without a value is kept
+// unparsed.
+func (f *ruleFiller) option(opt string, neg bool) error {
+	if !strings.HasPrefix(opt, "-") {
+		return fmt.Errorf("unexpected argument %q", opt)
+	}
+	v, ok := f.value(f.i)
+	if !ok || (strings.HasPrefix(v, "-") && len(v) > 1 && !isNumber(v)) {
+		f.r.Extra().Unparsed = append(f.r.Extra().Unparsed, opt)
+		return nil
+	}
+	f.i++
+	return f.setOption(opt, v, neg)
+}
+
+// setOption stores an option's value in its field of the rule: a flat
+// table of option names, long only because iptables has many spellings.
+func (f *ruleFiller) setOption(opt, v string, neg bool) error {
+	r := f.r
+	a := inspect.Addr{Value: v, Not: neg}
+	switch opt {
+	case "-p", "--protocol":
+		r.Protocol = v
+	case "-s", "--source", "--src":
+		r.Source = a
+	case "-d", "--destination", "--dst":
+		r.Extra().Destination = a
+	case "-i", "--in-interface":
+		r.Extra().InIface = a
+	case "-o", "--out-interface":
+		r.Extra().OutIface = a
+	case "--dport", "--destination-port", "--dports", "--destination-ports":
+		r.Extra().DPort = a
+	case "--comment":
+		r.Comment = v
+	case "--src-type":
+		r.Extra().SrcType = a
+	case "--dst-type":
+		r.Extra().DstType = a
+	case "--ctstate", "--state":
+		r.Extra().CTState = a
+	case "--match-set":
+		r.Extra().MatchSet = a
+		if f.i+1 < len(f.toks) && !strings.HasPrefix(f.toks[f.i+1], "-") {
+			f.i++ // the src/dst flags
+		}
+	case "--mode":
+		r.Random = r.Random || v == "random"
+	case "--probability":
+		p, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("bad --probability %q", v)
+		}
+		r.Probability = p
+	case "--name":
+		recentOf(r).Name = v
+	case "--seconds":
+		n, _ := strconv.Atoi(v)
+		recentOf(r).Seconds = n
+	case "--to-destination":
+		r.ToDestination = v
+	case "--reject-with":
+		r.Extra().RejectWith = v
+	case "--mark":
+		return f.mark(v, neg)
+	case "--set-xmark", "--set-mark", "--or-mark", "--xor-mark", "--and-mark":
+		return setMark(r, opt[2:], v)
+	case "--nfmask", "--mask":
+		if m, err := parseMark(v); err == nil {
+			f.restoreMask, f.haveRestoreMask = m, true
+		}
+		r.Extra().Unparsed = append(r.Extra().Unparsed, opt, v)
+	default:
+		r.Extra().Unparsed = append(r.Extra().Unparsed, opt, v)
 	}
 	return nil
+}
+
+// mark reads --mark: the mark (or connmark) match, or after the target
+// MARK's old spelling of --set-mark.
+func (f *ruleFiller) mark(v string, neg bool) error {
+	if f.afterTarget {
+		return setMark(f.r, "set-mark", v)
+	}
+	val, mask, err := parseMarkMask(v, 0xffffffff)
+	if err != nil {
+		return err
+	}
+	if f.module == "" {
+		f.module = "mark"
+	}
+	f.r.Extra().Mark = &inspect.MarkMatch{Value: val, Mask: mask, Not: neg, Module: f.module}
+	return nil
+}
+
+// settleRestoreMask gives --restore-mark its mask: the --nfmask (or
+// --mask) read, else all bits.
+func (f *ruleFiller) settleRestoreMask() {
+	r := f.r
+	if r.More != nil && r.More.RestoreMark {
+		r.More.RestoreMarkMask = 0xffffffff
+		if f.haveRestoreMask {
+			r.More.RestoreMarkMask = f.restoreMask
+		}
+	}
 }
 
 func recentOf(r *inspect.IPRule) *inspect.Recent {
