@@ -88,119 +88,158 @@ type Sweep struct {
 func NewSweep() *Sweep { return &Sweep{causes: map[string]*SweepCause{}} }
 
 // Add takes a node's report: a *TriageReport, *StaleReport, *RuleCounts,
-// *MasqueradeReport or *ServiceExplanation.
+// *MasqueradeReport, *TraceReport or *ServiceExplanation.
 func (s *Sweep) Add(node string, report any, seconds float64) {
-	row := SweepRow{Node: node, Seconds: seconds}
-	cause := func(sev Severity, title string) {
-		key := string(sev) + "\x00" + title
-		if !slices.Contains(row.causes, title) {
-			row.causes = append(row.causes, title)
-		}
-		if s.causes[key] == nil {
-			s.causes[key] = &SweepCause{Severity: sev, Title: title}
-		}
-		c := s.causes[key]
-		if len(c.Nodes) == 0 || c.Nodes[len(c.Nodes)-1] != node {
-			c.Nodes = append(c.Nodes, node)
-		}
-	}
+	a := &sweepAdd{sweep: s, row: SweepRow{Node: node, Seconds: seconds}}
 	switch r := report.(type) {
 	case *TriageReport:
-		row.Status, row.Mode = r.Status, string(r.Mode.Detected)
-		stale, harmful := staleCounts(r.Stale)
-		row.Stale, row.Harmful = &stale, &harmful
-		missing, extra := 0, 0
-		errs, warns := r.Summary[SeverityError], r.Summary[SeverityWarning]
-		row.Errors, row.Warnings = &errs, &warns
-		for _, f := range r.Findings {
-			if f.Severity != SeverityInfo {
-				cause(f.Severity, findingTitle(f))
-			}
-			for _, sym := range append([]Symptom{{Kind: f.Kind, Endpoints: f.Endpoints}}, f.Symptoms...) {
-				switch sym.Kind {
-				case ProblemMissingEndpoints, ProblemRemovedJump:
-					missing += max(len(sym.Endpoints), 1)
-				case ProblemExtraEndpoints:
-					extra += max(len(sym.Endpoints), 1)
-				}
-			}
-		}
-		row.MissingEndpoints, row.ExtraEndpoints = &missing, &extra
-		row.Masquerade = masqueradeCell(r.Masquerade)
-		if r.Counts != nil {
-			drift := countsDrift(r.Counts)
-			row.Drift = &drift
-			row.LargeClusterMode = r.Counts.LargeClusterMode.FromDump
-		}
-		row.Backend = backendsOf(r.Masquerade)
+		a.triage(r)
 	case *StaleReport:
-		row.Status = r.Status
-		stale, harmful := staleCounts(r)
-		row.Stale, row.Harmful = &stale, &harmful
-		row.LargeClusterMode = anyTrue(r.LargeClusterMode)
-		for _, g := range r.Groups {
-			sev := SeverityInfo
-			if g.Harmful {
-				sev = SeverityError
-			}
-			if g.Harmful || !strings.HasPrefix(g.Title, "not due") {
-				cause(sev, "stale: "+g.Title)
-			}
-		}
+		a.stale(r)
 	case *RuleCounts:
-		row.Status, row.Mode = r.Status, string(r.Mode)
-		drift := countsDrift(r)
-		row.Drift = &drift
-		row.LargeClusterMode = r.LargeClusterMode.FromDump
-		for _, tc := range r.Tables {
-			if tc.Compared && !tc.Agree {
-				cause(SeverityWarning, fmt.Sprintf("rule count %s %s differs from the metric", tc.Family, tc.Table))
-			}
-		}
-		for _, f := range r.Failures {
-			cause(SeverityError, fmt.Sprintf("%s %s > 0: %s", f.Metric, f.Family, firstClause(f.Meaning)))
-		}
+		a.counts(r)
 	case *MasqueradeReport:
-		row.Status = r.Status
-		row.Masquerade = masqueradeCell(r.Families)
-		row.Backend = backendsOf(r.Families)
-		for _, f := range r.Families {
-			for _, p := range f.Problems {
-				cause(SeverityError, fmt.Sprintf("masquerade %s %s: %s", f.Mode, f.Family, firstClause(p)))
-			}
-			for _, c := range f.Conflicts {
-				cause(SeverityWarning, fmt.Sprintf("masquerade %s %s: %s uses an overlapping mark", f.Mode, f.Family, c.Owner))
-			}
-		}
+		a.masquerade(r)
 	case *TraceReport:
-		row.Status = r.Status
+		a.row.Status = r.Status
 		for _, pt := range r.Traces {
 			if sev, title, ok := traceCause(pt); ok {
-				cause(sev, title)
+				a.cause(sev, title)
 			}
 		}
 	case *ServiceExplanation:
-		row.Status = r.Status
-		missing, extra := 0, 0
-		for _, pp := range r.Ports {
-			if row.Mode == "" {
-				row.Mode = pp.Mode
-			}
-			for _, p := range pp.Problems {
-				switch p.Kind {
-				case ProblemMissingEndpoints, ProblemRemovedJump:
-					missing += max(len(p.Endpoints), 1)
-				case ProblemExtraEndpoints:
-					extra += max(len(p.Endpoints), 1)
-				}
-				if p.Severity != SeverityInfo {
-					cause(p.Severity, fmt.Sprintf("%s (%s): %s", pp.ServicePort, pp.Family, p.Message))
-				}
+		a.explanation(r)
+	}
+	s.rows = append(s.rows, a.row)
+}
+
+// sweepAdd is one node's report being added: its row, and the sweep whose
+// causes it adds to.
+type sweepAdd struct {
+	sweep *Sweep
+	row   SweepRow
+}
+
+// cause records that the node has the cause, once per node.
+func (a *sweepAdd) cause(sev Severity, title string) {
+	node := a.row.Node
+	key := string(sev) + "\x00" + title
+	if !slices.Contains(a.row.causes, title) {
+		a.row.causes = append(a.row.causes, title)
+	}
+	if a.sweep.causes[key] == nil {
+		a.sweep.causes[key] = &SweepCause{Severity: sev, Title: title}
+	}
+	c := a.sweep.causes[key]
+	if len(c.Nodes) == 0 || c.Nodes[len(c.Nodes)-1] != node {
+		c.Nodes = append(c.Nodes, node)
+	}
+}
+
+// endpointTally counts the endpoints missing from the rules and those the
+// rules have extra; a problem that names none counts as one.
+type endpointTally struct{ missing, extra int }
+
+func (t *endpointTally) add(kind string, endpoints []string) {
+	switch kind {
+	case ProblemMissingEndpoints, ProblemRemovedJump:
+		t.missing += max(len(endpoints), 1)
+	case ProblemExtraEndpoints:
+		t.extra += max(len(endpoints), 1)
+	}
+}
+
+func (a *sweepAdd) triage(r *TriageReport) {
+	row := &a.row
+	row.Status, row.Mode = r.Status, string(r.Mode.Detected)
+	stale, harmful := staleCounts(r.Stale)
+	row.Stale, row.Harmful = &stale, &harmful
+	errs, warns := r.Summary[SeverityError], r.Summary[SeverityWarning]
+	row.Errors, row.Warnings = &errs, &warns
+	var eps endpointTally
+	for _, f := range r.Findings {
+		if f.Severity != SeverityInfo {
+			a.cause(f.Severity, findingTitle(f))
+		}
+		// A Service's problem counts whether it is a finding of its own
+		// or a symptom of a cause.
+		eps.add(f.Kind, f.Endpoints)
+		for _, sym := range f.Symptoms {
+			eps.add(sym.Kind, sym.Endpoints)
+		}
+	}
+	row.MissingEndpoints, row.ExtraEndpoints = &eps.missing, &eps.extra
+	row.Masquerade = masqueradeCell(r.Masquerade)
+	if r.Counts != nil {
+		drift := countsDrift(r.Counts)
+		row.Drift = &drift
+		row.LargeClusterMode = r.Counts.LargeClusterMode.FromDump
+	}
+	row.Backend = backendsOf(r.Masquerade)
+}
+
+func (a *sweepAdd) stale(r *StaleReport) {
+	row := &a.row
+	row.Status = r.Status
+	stale, harmful := staleCounts(r)
+	row.Stale, row.Harmful = &stale, &harmful
+	row.LargeClusterMode = anyTrue(r.LargeClusterMode)
+	for _, g := range r.Groups {
+		sev := SeverityInfo
+		if g.Harmful {
+			sev = SeverityError
+		}
+		if g.Harmful || !strings.HasPrefix(g.Title, "not due") {
+			a.cause(sev, "stale: "+g.Title)
+		}
+	}
+}
+
+func (a *sweepAdd) counts(r *RuleCounts) {
+	row := &a.row
+	row.Status, row.Mode = r.Status, string(r.Mode)
+	drift := countsDrift(r)
+	row.Drift = &drift
+	row.LargeClusterMode = r.LargeClusterMode.FromDump
+	for _, tc := range r.Tables {
+		if tc.Compared && !tc.Agree {
+			a.cause(SeverityWarning, fmt.Sprintf("rule count %s %s differs from the metric", tc.Family, tc.Table))
+		}
+	}
+	for _, f := range r.Failures {
+		a.cause(SeverityError, fmt.Sprintf("%s %s > 0: %s", f.Metric, f.Family, firstClause(f.Meaning)))
+	}
+}
+
+func (a *sweepAdd) masquerade(r *MasqueradeReport) {
+	a.row.Status = r.Status
+	a.row.Masquerade = masqueradeCell(r.Families)
+	a.row.Backend = backendsOf(r.Families)
+	for _, f := range r.Families {
+		for _, p := range f.Problems {
+			a.cause(SeverityError, fmt.Sprintf("masquerade %s %s: %s", f.Mode, f.Family, firstClause(p)))
+		}
+		for _, c := range f.Conflicts {
+			a.cause(SeverityWarning, fmt.Sprintf("masquerade %s %s: %s uses an overlapping mark", f.Mode, f.Family, c.Owner))
+		}
+	}
+}
+
+func (a *sweepAdd) explanation(r *ServiceExplanation) {
+	a.row.Status = r.Status
+	var eps endpointTally
+	for _, pp := range r.Ports {
+		if a.row.Mode == "" {
+			a.row.Mode = pp.Mode
+		}
+		for _, p := range pp.Problems {
+			eps.add(p.Kind, p.Endpoints)
+			if p.Severity != SeverityInfo {
+				a.cause(p.Severity, fmt.Sprintf("%s (%s): %s", pp.ServicePort, pp.Family, p.Message))
 			}
 		}
-		row.MissingEndpoints, row.ExtraEndpoints = &missing, &extra
 	}
-	s.rows = append(s.rows, row)
+	a.row.MissingEndpoints, a.row.ExtraEndpoints = &eps.missing, &eps.extra
 }
 
 // AddError takes a node that could not be read.
