@@ -44,10 +44,10 @@
 //     comments) is cloned (strings.Clone, jsonComment).
 //   - The tape lives until the next parse of its parser: a value read off
 //     it is copied or rendered before the next object is parsed.
-//   - A list of NFTRuleInfo ([]string) is filled through ruleScratch.lists
-//     and numLists: the field goes into the `fields` table of
-//     analyzeTokens and numLists grows by one, or the rule costs an
-//     allocation per list again.
+//   - A list of NFTRuleInfo ([]string) is filled through ruleScratch.lists:
+//     the field goes into listFields (rule.go) and numLists grows by one,
+//     or the rule costs an allocation per list again
+//     (TestRuleListsInScratch, TestAnalyzeAllocatesNoLists).
 //     NumgenTargets alone has its own scratch list (ruleScratch.numgen).
 //   - The JSON parser takes what encoding/json takes, no more: numbers by
 //     RFC 8259's grammar (jsonNumber), no control character in a string;

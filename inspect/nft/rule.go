@@ -432,8 +432,16 @@ type ruleScratch struct {
 }
 
 // numLists is how many lists of an NFTRuleInfo analyze fills through
-// ruleScratch.lists (the fields it names, in that order).
+// ruleScratch.lists (the fields listFields names, in that order).
 const numLists = 8
+
+// listFields are the lists of info that analyze fills through
+// ruleScratch.lists. A new []string field of NFTRuleInfo goes here, or
+// each rule costs an allocation for it (TestRuleListsInScratch).
+// NumgenTargets has a scratch list of its own (ruleScratch.numgen).
+func listFields(info *inspect.NFTRuleInfo) [numLists]*[]string {
+	return [numLists]*[]string{&info.Jumps, &info.Gotos, &info.VMaps, &info.Maps, &info.Sets, &info.DNAT, &info.Saddr, &info.XT}
+}
 
 // analyze fills info from text; info keeps substrings of text and of the
 // scratch's blocks only.
@@ -457,7 +465,7 @@ func (sc *ruleScratch) analyzeTokens(info *inspect.NFTRuleInfo, text string, rea
 	} else {
 		sc.toks = appendTokenSpans(sc.toks[:0], text)
 	}
-	fields := [numLists]*[]string{&info.Jumps, &info.Gotos, &info.VMaps, &info.Maps, &info.Sets, &info.DNAT, &info.Saddr, &info.XT}
+	fields := listFields(info)
 	for k, f := range fields {
 		*f = sc.lists[k][:0]
 	}
