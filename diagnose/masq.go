@@ -176,15 +176,43 @@ func AnalyzeMasquerade(rs *inspect.Ruleset, cfg *kpconfig.Config) []MasqReport {
 		return nil
 	}
 	var out []MasqReport
-
 	// iptables: one report per family and backend.
-	type ipKey struct {
-		fam     kubeproxy.Family
-		backend kubeproxy.Backend
+	groups, order := iptablesGroups(rs)
+	for _, k := range order {
+		out = append(out, iptablesMasquerade(rs, cfg, k, groups))
 	}
-	type ipGroup struct {
-		nat, filter []*inspect.IPTable
+	// nftables: one report per kube-proxy table.
+	for _, t := range firstKubeProxyNFTables(rs) {
+		out = append(out, nftablesMasquerade(rs, cfg, t))
 	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Mode != b.Mode {
+			return a.Mode < b.Mode
+		}
+		if a.Family != b.Family {
+			return a.Family < b.Family
+		}
+		return a.Backend > b.Backend // nf_tables before legacy
+	})
+	return out
+}
+
+// ipKey is one iptables masquerade report: a family in one backend.
+type ipKey struct {
+	fam     kubeproxy.Family
+	backend kubeproxy.Backend
+}
+
+// ipGroup is the nat and filter tables of an ipKey with kube-proxy chains,
+// more than one where a table was read more than once.
+type ipGroup struct {
+	nat, filter []*inspect.IPTable
+}
+
+// iptablesGroups groups the nat and filter tables with kube-proxy chains
+// by family and backend, in the order first read.
+func iptablesGroups(rs *inspect.Ruleset) (map[ipKey]*ipGroup, []ipKey) {
 	groups := map[ipKey]*ipGroup{}
 	var order []ipKey
 	for _, t := range rs.IPTables {
@@ -204,82 +232,78 @@ func AnalyzeMasquerade(rs *inspect.Ruleset, cfg *kpconfig.Config) []MasqReport {
 			g.filter = append(g.filter, t)
 		}
 	}
-	for _, k := range order {
-		g := groups[k]
-		a := newMasqAnalysis(rs, cfg, kubeproxy.ModeIPTables, k.fam)
-		a.r.Backend = k.backend
-		a.r.Shape = ShapeIPTables
-		var nat, filter *inspect.IPTable
-		if len(g.nat) > 0 {
-			nat = g.nat[0]
-			a.r.Source = nat.Source
-		}
-		if len(g.filter) > 0 {
-			filter = g.filter[0]
-			if a.r.Source == "" {
-				a.r.Source = filter.Source
-			}
-		}
-		for _, dup := range [][]*inspect.IPTable{g.nat, g.filter} {
-			for i, t := range dup {
-				if i == 0 {
-					a.chosen[t] = true
-					continue
-				}
-				a.skip[t] = true
-				a.r.Notes = append(a.r.Notes, fmt.Sprintf("%s %s table read more than once (%s and %s): analysed the first", k.fam, t.Name, dup[0].Source, t.Source))
-			}
-		}
-		a.iptables(nat, filter)
-		if k.backend == kubeproxy.BackendNFT && legacyTablesWarned(rs, k.fam) && groups[ipKey{k.fam, kubeproxy.BackendLegacy}] == nil {
-			a.note("iptables-nft-save warns that iptables-legacy tables are present: rules in the legacy backend (an older kube-proxy's, or a CNI's) act on packets too; dump them with iptables-legacy-save and add them to check their marks")
-		}
-		if other := otherBackend(k.backend); other != "" && groups[ipKey{k.fam, other}] != nil {
-			a.note("kube-proxy chains exist in both iptables backends (nf_tables and legacy) for %s: only one is the running kube-proxy's (iptables-wrapper picks nft when the kubelet's KUBE-IPTABLES-HINT or KUBE-KUBELET-CANARY is in the nft mangle table); the other is leftovers whose rules still act on packets", k.fam)
-		}
-		a.finish()
-		out = append(out, a.r)
-	}
+	return groups, order
+}
 
-	// nftables: one report per kube-proxy table.
-	seen := map[knftables.Family]*inspect.NFTTable{}
+// iptablesMasquerade analyses the first nat and filter table of k (a
+// duplicate reading is noted and skipped), with a note where another
+// backend's rules act on packets too.
+func iptablesMasquerade(rs *inspect.Ruleset, cfg *kpconfig.Config, k ipKey, groups map[ipKey]*ipGroup) MasqReport {
+	g := groups[k]
+	a := newMasqAnalysis(rs, cfg, kubeproxy.ModeIPTables, k.fam)
+	a.r.Backend = k.backend
+	a.r.Shape = ShapeIPTables
+	var nat, filter *inspect.IPTable
+	if len(g.nat) > 0 {
+		nat = g.nat[0]
+		a.r.Source = nat.Source
+	}
+	if len(g.filter) > 0 {
+		filter = g.filter[0]
+		if a.r.Source == "" {
+			a.r.Source = filter.Source
+		}
+	}
+	for _, dup := range [][]*inspect.IPTable{g.nat, g.filter} {
+		for i, t := range dup {
+			if i == 0 {
+				a.chosen[t] = true
+				continue
+			}
+			a.skip[t] = true
+			a.r.Notes = append(a.r.Notes, fmt.Sprintf("%s %s table read more than once (%s and %s): analysed the first", k.fam, t.Name, dup[0].Source, t.Source))
+		}
+	}
+	a.iptables(nat, filter)
+	if k.backend == kubeproxy.BackendNFT && legacyTablesWarned(rs, k.fam) && groups[ipKey{k.fam, kubeproxy.BackendLegacy}] == nil {
+		a.note("iptables-nft-save warns that iptables-legacy tables are present: rules in the legacy backend (an older kube-proxy's, or a CNI's) act on packets too; dump them with iptables-legacy-save and add them to check their marks")
+	}
+	if other := otherBackend(k.backend); other != "" && groups[ipKey{k.fam, other}] != nil {
+		a.note("kube-proxy chains exist in both iptables backends (nf_tables and legacy) for %s: only one is the running kube-proxy's (iptables-wrapper picks nft when the kubelet's KUBE-IPTABLES-HINT or KUBE-KUBELET-CANARY is in the nft mangle table); the other is leftovers whose rules still act on packets", k.fam)
+	}
+	a.finish()
+	return a.r
+}
+
+// firstKubeProxyNFTables is the first kube-proxy table of each nft family.
+func firstKubeProxyNFTables(rs *inspect.Ruleset) []*inspect.NFTTable {
+	seen := map[knftables.Family]bool{}
 	var kps []*inspect.NFTTable
 	for _, t := range rs.NFTables {
-		if t == nil || !t.IsKubeProxy() {
+		if t == nil || !t.IsKubeProxy() || seen[t.Family] {
 			continue
 		}
-		if first := seen[t.Family]; first != nil {
-			continue
-		}
-		seen[t.Family] = t
+		seen[t.Family] = true
 		kps = append(kps, t)
 	}
-	for _, t := range kps {
-		fam := nftFamily(t.Family)
-		a := newMasqAnalysis(rs, cfg, kubeproxy.ModeNFTables, fam)
-		a.r.Source = t.Source
-		a.chosen[t] = true
-		for _, o := range rs.NFTables {
-			if o != t && o != nil && o.IsKubeProxy() && o.Family == t.Family {
-				a.skip[o] = true
-				a.r.Notes = append(a.r.Notes, fmt.Sprintf("table %s kube-proxy read more than once (%s and %s): analysed the first", t.Family, t.Source, o.Source))
-			}
+	return kps
+}
+
+// nftablesMasquerade analyses kube-proxy's table t; another reading of
+// the same table is noted and skipped.
+func nftablesMasquerade(rs *inspect.Ruleset, cfg *kpconfig.Config, t *inspect.NFTTable) MasqReport {
+	a := newMasqAnalysis(rs, cfg, kubeproxy.ModeNFTables, nftFamily(t.Family))
+	a.r.Source = t.Source
+	a.chosen[t] = true
+	for _, o := range rs.NFTables {
+		if o != t && o != nil && o.IsKubeProxy() && o.Family == t.Family {
+			a.skip[o] = true
+			a.r.Notes = append(a.r.Notes, fmt.Sprintf("table %s kube-proxy read more than once (%s and %s): analysed the first", t.Family, t.Source, o.Source))
 		}
-		a.nftables(t)
-		a.finish()
-		out = append(out, a.r)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Mode != b.Mode {
-			return a.Mode < b.Mode
-		}
-		if a.Family != b.Family {
-			return a.Family < b.Family
-		}
-		return a.Backend > b.Backend // nf_tables before legacy
-	})
-	return out
+	a.nftables(t)
+	a.finish()
+	return a.r
 }
 
 // legacyTablesWarned reports whether an iptables-nft-save dump of family
