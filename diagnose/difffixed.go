@@ -223,49 +223,87 @@ func distinctMarks(refs []RuleRef, keep func(RuleRef) bool) []string {
 // masquerade mark" whatever its bit, so a node with another bit differs
 // in its mark, once, and not in every rule that tests it.
 func iptRuleBehaviour(r *inspect.IPRule, mark uint32) (key, words string) {
-	var conds, keys []string
-	add := func(k, w string) {
-		keys = append(keys, k)
-		if w != "" {
-			conds = append(conds, w)
-		}
-	}
-	not := func(a inspect.Addr) string {
-		if a.Not {
-			return "not "
-		}
-		return ""
-	}
+	var c ruleConds
 	if r.Protocol != "" {
-		add("p="+r.Protocol, r.Protocol)
+		c.add("p="+r.Protocol, r.Protocol)
 	}
-	if r.Source.Set() {
-		add("s="+not(r.Source)+r.Source.Value, not(r.Source)+"from "+r.Source.Value)
-	}
+	c.match("s", r.Source, "from ", "")
 	m := r.More
 	if m == nil {
 		m = &inspect.IPRuleMore{}
 	}
-	if m.Destination.Set() {
-		add("d="+not(m.Destination)+m.Destination.Value, not(m.Destination)+"to "+m.Destination.Value)
+	c.match("d", m.Destination, "to ", "")
+	c.match("dport", m.DPort, "to port ", "")
+	c.match("i", m.InIface, "in on ", "")
+	c.match("o", m.OutIface, "out on ", "")
+	c.match("srctype", m.SrcType, "from a ", " address")
+	c.match("dsttype", m.DstType, "to a ", " address")
+	ct, rest := unparsedMatches(m)
+	ct.Value = strings.ToUpper(ct.Value)
+	c.match("ct", ct, "in conntrack state ", "")
+	if m.Mark != nil {
+		c.markMatch(m.Mark, mark)
 	}
-	if m.DPort.Set() {
-		add("dport="+not(m.DPort)+m.DPort.Value, not(m.DPort)+"to port "+m.DPort.Value)
+	c.match("set", m.MatchSet, "in set ", "")
+	if len(rest) > 0 {
+		c.add("more="+strings.Join(rest, " "), "matching "+strings.Join(rest, " "))
 	}
-	if m.InIface.Set() {
-		add("i="+not(m.InIface)+m.InIface.Value, not(m.InIface)+"in on "+m.InIface.Value)
+	key = r.Target + "|" + strings.Join(c.keys, "|")
+	if r.Goto {
+		key = "goto " + key
 	}
-	if m.OutIface.Set() {
-		add("o="+not(m.OutIface)+m.OutIface.Value, not(m.OutIface)+"out on "+m.OutIface.Value)
+	return key, behaviourWords(key, r.Target, c.words)
+}
+
+// ruleConds are a rule's matches, each as a key and in words.
+type ruleConds struct{ keys, words []string }
+
+func (c *ruleConds) add(k, w string) {
+	c.keys = append(c.keys, k)
+	if w != "" {
+		c.words = append(c.words, w)
 	}
-	if m.SrcType.Set() {
-		add("srctype="+not(m.SrcType)+m.SrcType.Value, not(m.SrcType)+"from a "+m.SrcType.Value+" address")
+}
+
+// match adds the match a if it is set: "name=[not ]value" and
+// "[not ]before value after".
+func (c *ruleConds) match(name string, a inspect.Addr, before, after string) {
+	not := ""
+	if a.Not {
+		not = "not "
 	}
-	if m.DstType.Set() {
-		add("dsttype="+not(m.DstType)+m.DstType.Value, not(m.DstType)+"to a "+m.DstType.Value+" address")
+	if a.Set() {
+		c.add(name+"="+not+a.Value, not+before+a.Value+after)
 	}
-	ct := m.CTState
-	var rest []string
+}
+
+// markMatch adds a mark test: a test of the side's masquerade mark is "the
+// masquerade mark" whatever its bit.
+func (c *ruleConds) markMatch(mm *inspect.MarkMatch, mark uint32) {
+	bang, not, with := "", "", "with"
+	if mm.Not {
+		bang, not, with = "!", "not ", "without"
+	}
+	if mm.Module != "connmark" && mark != 0 && mm.Value == mark && mm.Mask == mark {
+		c.add("mark="+bang+"masq", with+" the masquerade mark")
+		return
+	}
+	what := "marked"
+	if mm.Module == "connmark" {
+		what = "with the connection mark"
+	}
+	v := kubeproxy.FormatMark(mm.Value) + "/" + kubeproxy.FormatMark(mm.Mask)
+	w := not + what + " " + v
+	if mm.Module != "connmark" && mark != 0 && mm.Value == mm.Mask && bits.OnesCount32(mm.Mask) == 1 {
+		w += " (not the masquerade mark, " + kubeproxy.FormatMark(mark) + ")"
+	}
+	c.add("mark="+bang+mm.Module+v, w)
+}
+
+// unparsedMatches reads the matches the model keeps as text: the conntrack
+// state (as nft lists iptables-nft's), and the rest, accounting left out.
+func unparsedMatches(m *inspect.IPRuleMore) (ct inspect.Addr, rest []string) {
+	ct = m.CTState
 	for i := 0; i < len(m.Unparsed); i++ {
 		u := m.Unparsed[i]
 		switch {
@@ -280,55 +318,30 @@ func iptRuleBehaviour(r *inspect.IPRule, mark uint32) (key, words string) {
 			rest = append(rest, u)
 		}
 	}
-	if ct.Set() {
-		add("ct="+not(ct)+strings.ToUpper(ct.Value), not(ct)+"in conntrack state "+strings.ToUpper(ct.Value))
-	}
-	if mm := m.Mark; mm != nil {
-		what := "marked"
-		if mm.Module == "connmark" {
-			what = "with the connection mark"
-		}
-		switch {
-		case mm.Module != "connmark" && mark != 0 && mm.Value == mark && mm.Mask == mark:
-			add("mark="+map[bool]string{true: "!", false: ""}[mm.Not]+"masq", map[bool]string{true: "without", false: "with"}[mm.Not]+" the masquerade mark")
-		default:
-			v := kubeproxy.FormatMark(mm.Value) + "/" + kubeproxy.FormatMark(mm.Mask)
-			w := map[bool]string{true: "not ", false: ""}[mm.Not] + what + " " + v
-			if mm.Module != "connmark" && mark != 0 && mm.Value == mm.Mask && bits.OnesCount32(mm.Mask) == 1 {
-				w += " (not the masquerade mark, " + kubeproxy.FormatMark(mark) + ")"
-			}
-			add("mark="+map[bool]string{true: "!", false: ""}[mm.Not]+mm.Module+v, w)
-		}
-	}
-	if m.MatchSet.Set() {
-		add("set="+not(m.MatchSet)+m.MatchSet.Value, not(m.MatchSet)+"in set "+m.MatchSet.Value)
-	}
-	if len(rest) > 0 {
-		add("more="+strings.Join(rest, " "), "matching "+strings.Join(rest, " "))
-	}
-	key = r.Target + "|" + strings.Join(keys, "|")
-	if r.Goto {
-		key = "goto " + key
-	}
-	// kube-proxy's own rules, by name.
+	return ct, rest
+}
+
+// behaviourWords says what a rule with the key does: kube-proxy's own
+// rules by name, others as their target and matches.
+func behaviourWords(key, target string, conds []string) string {
 	switch key {
 	case "DROP|ct=INVALID":
-		return key, "drops packets conntrack finds INVALID (the INVALID drop)"
+		return "drops packets conntrack finds INVALID (the INVALID drop)"
 	case "ACCEPT|ct=RELATED,ESTABLISHED":
-		return key, "accepts packets of established connections"
+		return "accepts packets of established connections"
 	case "ACCEPT|mark=masq":
-		return key, "accepts packets with the masquerade mark"
+		return "accepts packets with the masquerade mark"
 	case "DROP|s=not 127.0.0.0/8|d=127.0.0.0/8|ct=not RELATED,ESTABLISHED,DNAT":
-		return key, "drops connections to 127.0.0.0/8 from other addresses, unless DNATed (the localhost drop)"
+		return "drops connections to 127.0.0.0/8 from other addresses, unless DNATed (the localhost drop)"
 	}
 	packets := "every packet"
 	if len(conds) > 0 {
 		packets = "packets " + strings.Join(conds, ", ")
 	}
-	if verb := map[string]string{"DROP": "drops", "ACCEPT": "accepts", "REJECT": "rejects", "RETURN": "returns", "": "counts"}[r.Target]; verb != "" {
-		return key, verb + " " + packets
+	if verb := map[string]string{"DROP": "drops", "ACCEPT": "accepts", "REJECT": "rejects", "RETURN": "returns", "": "counts"}[target]; verb != "" {
+		return verb + " " + packets
 	}
-	return key, "sends " + packets + " to " + r.Target
+	return "sends " + packets + " to " + target
 }
 
 var (
