@@ -55,7 +55,9 @@
 //     descent in jsonref_test.go (errors and offsets included).
 //   - A fast path (segments, map bodies read ahead, the tape) checks its
 //     guesses and falls back; tests and fuzz targets hold it equal to the
-//     slow path, errors and warnings included.
+//     slow path, errors and warnings included. The slow path is chosen
+//     with readOptions (readopts.go), passed down, never with a package
+//     variable: tests that compare the paths run in parallel.
 //
 // # Where a new nft fact goes
 //

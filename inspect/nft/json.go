@@ -31,12 +31,17 @@ import (
 // becomes an NFTTable. On malformed input it returns what was read before
 // the error together with the error.
 func ParseJSON(r io.Reader, source string) (*inspect.Ruleset, error) {
+	return parseJSON(r, source, readOptions{})
+}
+
+// parseJSON is ParseJSON, the path through the input chosen by opt.
+func parseJSON(r io.Reader, source string, opt readOptions) (*inspect.Ruleset, error) {
 	b := newNFTBuilder(source, inspect.FormatNFTJSON)
-	err := parseNFTJSON(r, b)
+	err := parseNFTJSON(r, b, opt)
 	return b.finish(), err
 }
 
-func parseNFTJSON(r io.Reader, b *builder) error {
+func parseNFTJSON(r io.Reader, b *builder, opt readOptions) error {
 	st := &jsonStream{r: r}
 	for len(st.buf)-st.pos < 3 && st.fill(st.pos) {
 	}
@@ -89,7 +94,7 @@ func parseNFTJSON(r io.Reader, b *builder) error {
 			continue
 		}
 		seen = true
-		if err := jsonArray(st, p, b); err != nil {
+		if err := jsonArray(st, p, b, opt); err != nil {
 			return err
 		}
 	}
@@ -102,11 +107,10 @@ func parseNFTJSON(r io.Reader, b *builder) error {
 	return nil
 }
 
-// jsonPipeline reads big arrays in segments on every core (jsonpipe.go);
-// tests turn it off to compare with the one-at-a-time reader.
-var jsonPipeline = true
-
-func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
+// jsonArray reads the "nftables" array: in segments on every core
+// (jsonpipe.go) unless opt says one at a time, and then (or from where a
+// segment did not end cleanly) one object at a time.
+func jsonArray(st *jsonStream, p *jsonParser, b *builder, opt readOptions) error {
 	c, err := st.peek()
 	if err != nil {
 		return st.wrap(err)
@@ -117,8 +121,8 @@ func jsonArray(st *jsonStream, p *jsonParser, b *builder) error {
 	st.pos++
 	w := &renderer{}
 	start, commaTaken := 0, false
-	if jsonPipeline && runtime.GOMAXPROCS(0) > 1 {
-		end, err := jsonArrayParallel(st, p, b, w)
+	if !opt.jsonOneAtATime && runtime.GOMAXPROCS(0) > 1 {
+		end, err := jsonArrayParallel(st, p, b, w, opt.segmentMin())
 		if err != nil {
 			return err
 		}

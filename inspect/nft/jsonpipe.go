@@ -31,10 +31,10 @@ import (
 // Rules, chains, sets and maps are prepared by the workers; everything
 // else (tables, elements) is built in order by jsonObject as before.
 
-// jsonSegmentMin is the least input a segment holds: a cut is looked for
-// only once that much is read past the last one (a variable: tests cut
-// at every object).
-var jsonSegmentMin = 128 << 10
+// jsonSegmentSize is the least input a segment holds: a cut is looked for
+// only once that much is read past the last one (readOptions.jsonSegmentMin
+// changes it: tests cut at every object).
+const jsonSegmentSize = 128 << 10
 
 // jsonCutLookMax bounds what is read looking for a cut: past it (tens of
 // MB of objects of other kinds) the rest is read one object at a time,
@@ -61,7 +61,7 @@ var (
 	jsonSegments = sync.Pool{New: func() any {
 		// room for objects of 1 KiB (a rule with a map of endpoints):
 		// smaller ones grow it once or twice
-		n := jsonSegmentMin>>9 + 16
+		n := jsonSegmentSize>>9 + 16
 		return &jsonSegment{objs: make([]string, 0, n), prepared: make([]prepared, 0, n)}
 	}}
 	jsonParsers = sync.Pool{New: func() any { return &jsonParser{} }}
@@ -93,8 +93,9 @@ type arrayEnd struct {
 	rewound    bool // a segment did not end cleanly
 }
 
-// jsonArrayParallel reads the array's objects in segments (see above).
-func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (end arrayEnd, err error) {
+// jsonArrayParallel reads the array's objects in segments (see above) of
+// segmentMin bytes at least.
+func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer, segmentMin int) (end arrayEnd, err error) {
 	workers := runtime.GOMAXPROCS(0)
 	work := make(chan *jsonSegment, workers)
 	order := make(chan *jsonSegment, 2*workers)
@@ -105,7 +106,7 @@ func jsonArrayParallel(st *jsonStream, p *jsonParser, b *builder, w *renderer) (
 		defer wg.Done()
 		defer close(order)
 		defer close(work)
-		cutJSONSegments(st, work, order, stop)
+		cutJSONSegments(st, work, order, stop, segmentMin)
 	}()
 	for range workers {
 		wg.Add(1)
@@ -190,8 +191,9 @@ func (st *jsonStream) rewind(sg *jsonSegment, from int, after []*jsonSegment) {
 
 // cutJSONSegments cuts the array into segments, handing each to the workers
 // and, in order, to the builder. It stops where it finds no cut before
-// the input ends (st is left at the last cut), or when told to.
-func cutJSONSegments(st *jsonStream, work, order chan<- *jsonSegment, stop <-chan struct{}) {
+// the input ends (st is left at the last cut), or when told to. A segment
+// holds segmentMin bytes at least.
+func cutJSONSegments(st *jsonStream, work, order chan<- *jsonSegment, stop <-chan struct{}, segmentMin int) {
 	for {
 		select {
 		case <-stop:
@@ -199,17 +201,17 @@ func cutJSONSegments(st *jsonStream, work, order chan<- *jsonSegment, stop <-cha
 		default:
 		}
 		// bytes read past the last cut, at least the segment's worth
-		for len(st.buf)-st.pos <= jsonSegmentMin && st.fill(st.pos) {
+		for len(st.buf)-st.pos <= segmentMin && st.fill(st.pos) {
 		}
-		cut, searched := -1, jsonSegmentMin
-		for len(st.buf)-st.pos > jsonSegmentMin && len(st.buf)-st.pos <= jsonCutLookMax {
+		cut, searched := -1, segmentMin
+		for len(st.buf)-st.pos > segmentMin && len(st.buf)-st.pos <= jsonCutLookMax {
 			avail := st.buf[st.pos:]
 			if cut = lastCut(avail, searched); cut >= 0 {
 				break
 			}
 			// no cut in what is read (an object bigger than that): read
 			// on, and look only at what is new, a cut's length before it
-			searched = max(jsonSegmentMin, len(avail)-32)
+			searched = max(segmentMin, len(avail)-32)
 			if !st.fill(st.pos) {
 				break
 			}

@@ -20,19 +20,15 @@ import (
 // usual size.
 func parseBothWays(data []byte) (batched, alone *inspect.Ruleset, errB, errA error) {
 	batched, errB = ParseJSON(bytes.NewReader(data), "in")
-	small, errS := withSegmentMin(1, func() (*inspect.Ruleset, error) {
-		piece := 1 // a big input in pieces of 4 KiB: a cut every few objects, in bounded time
-		if len(data) > 16<<10 {
-			piece = 4 << 10
-		}
-		return ParseJSON(pieceReader{bytes.NewReader(data), piece}, "in")
-	})
+	piece := 1 // a big input in pieces of 4 KiB: a cut every few objects, in bounded time
+	if len(data) > 16<<10 {
+		piece = 4 << 10
+	}
+	small, errS := parseJSON(pieceReader{bytes.NewReader(data), piece}, "in", readOptions{jsonSegmentMin: 1})
 	if fmt.Sprint(errS) != fmt.Sprint(errB) || !reflect.DeepEqual(indexed(small), indexed(batched)) {
 		batched, errB = small, fmt.Errorf("cut at every object: %v", errS)
 	}
-	jsonPipeline = false
-	defer func() { jsonPipeline = true }()
-	alone, errA = ParseJSON(bytes.NewReader(data), "in")
+	alone, errA = parseJSON(bytes.NewReader(data), "in", readOptions{jsonOneAtATime: true})
 	return
 }
 
@@ -61,6 +57,7 @@ func sameResult(t *testing.T, what, fast string, got, want *inspect.Ruleset, err
 // anywhere, with a bad object, a bad handle or a missing comma in a later
 // segment, and with a non-object element.
 func TestJSONBatchesAgree(t *testing.T) {
+	t.Parallel() // the readers' paths are parameters, not package state
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -93,14 +90,6 @@ func TestJSONBatchesAgree(t *testing.T) {
 			}
 		})
 	}
-}
-
-// withSegmentMin runs parse with segments of at least min bytes.
-func withSegmentMin(min int, parse func() (*inspect.Ruleset, error)) (*inspect.Ruleset, error) {
-	old := jsonSegmentMin
-	jsonSegmentMin = min
-	defer func() { jsonSegmentMin = old }()
-	return parse()
 }
 
 // A big array parsed in segments keeps every rule in its chain and order.
@@ -189,7 +178,7 @@ func readArray(t *testing.T, data []byte) (arrayEnd, *builder) {
 	}
 	st.pos = bytes.IndexByte(st.buf, '[') + 1
 	b := newNFTBuilder("in", inspect.FormatNFTJSON)
-	end, err := jsonArrayParallel(st, &jsonParser{}, b, &renderer{})
+	end, err := jsonArrayParallel(st, &jsonParser{}, b, &renderer{}, jsonSegmentSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +230,7 @@ func (r *splitReader) Read(b []byte) (int, error) {
 // read one object at a time: the same ruleset, and the same warnings, as
 // the one-at-a-time reader.
 func TestJSONFalseCuts(t *testing.T) {
+	t.Parallel() // the readers' paths are parameters, not package state
 	var sb strings.Builder
 	sb.WriteString(`{"nftables": [{"table": {"family": "ip", "name": "t"}}, {"chain": {"family": "ip", "table": "t", "name": "c"}}`)
 	var at []int
@@ -255,21 +245,16 @@ func TestJSONFalseCuts(t *testing.T) {
 	}
 	sb.WriteString("]}")
 	data := []byte(sb.String())
-	var end arrayEnd
-	var got *inspect.Ruleset
-	withSegmentMin(1, func() (*inspect.Ruleset, error) {
-		st := &jsonStream{r: &splitReader{data: data, at: at}}
-		for len(st.buf) < len(`{"nftables": [`) && st.fill(0) {
-		}
-		st.pos = len(`{"nftables": [`)
-		b := newNFTBuilder("in", inspect.FormatNFTJSON)
-		var err error
-		if end, err = jsonArrayParallel(st, &jsonParser{}, b, &renderer{}); err != nil {
-			t.Fatal(err)
-		}
-		got = b.finish()
-		return nil, nil
-	})
+	st := &jsonStream{r: &splitReader{data: data, at: at}}
+	for len(st.buf) < len(`{"nftables": [`) && st.fill(0) {
+	}
+	st.pos = len(`{"nftables": [`)
+	b := newNFTBuilder("in", inspect.FormatNFTJSON)
+	end, err := jsonArrayParallel(st, &jsonParser{}, b, &renderer{}, 1) // a cut at every object
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := b.finish()
 	if !end.rewound || end.count < 250 || end.count > 260 || end.commaTaken {
 		t.Errorf("%+v: the false cut in rule 250 was not found out", end)
 	}

@@ -413,7 +413,12 @@ func (lr *lineReader) failure() error {
 // nft_xtables.go). Unexpected lines are skipped with a warning; a read error
 // or binary input returns what was read so far together with the error.
 func ParseText(r io.Reader, source string) (*inspect.Ruleset, error) {
-	if !textParallel || runtime.GOMAXPROCS(0) < 2 {
+	return parseTextWith(r, source, readOptions{})
+}
+
+// parseTextWith is ParseText, in segments unless opt says in one piece.
+func parseTextWith(r io.Reader, source string, opt readOptions) (*inspect.Ruleset, error) {
+	if opt.textWhole || runtime.GOMAXPROCS(0) < 2 {
 		return parseText(newNFTLineReader(r), source)
 	}
 	if size := inspect.InputSize(r); size >= textParallelMin && size < 1<<40 {

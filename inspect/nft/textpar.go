@@ -22,9 +22,6 @@ import (
 // textParallelMin is the input size from which the text is segmented.
 const textParallelMin = 2 << 20
 
-// textParallel segments big texts; tests turn it off to compare.
-var textParallel = true
-
 type textSegment struct {
 	text      string
 	startLine int       // lines before it

@@ -14,9 +14,7 @@ import (
 // parseTextBothWays parses data in segments (when it can) and in one piece.
 func parseTextBothWays(data string) (segmented, whole *inspect.Ruleset, errS, errW error) {
 	segmented, errS = ParseText(strings.NewReader(data), "in")
-	textParallel = false
-	defer func() { textParallel = true }()
-	whole, errW = ParseText(strings.NewReader(data), "in")
+	whole, errW = parseTextWith(strings.NewReader(data), "in", readOptions{textWhole: true})
 	return
 }
 
@@ -43,6 +41,7 @@ func sameTextParse(t *testing.T, what, data string) {
 // check fails it falls back to one piece, and when none does it really
 // reads in segments.
 func TestTextSegmentsAgree(t *testing.T) {
+	t.Parallel() // the readers' paths are parameters, not package state
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -200,6 +199,7 @@ func TestTextCutWhileReading(t *testing.T) {
 // even when its size is not what it said, when reads return nothing for a
 // while, and when the read fails part way.
 func TestTextStreamedAgrees(t *testing.T) {
+	t.Parallel() // the readers' paths are parameters, not package state
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -207,9 +207,7 @@ func TestTextStreamedAgrees(t *testing.T) {
 	genText(&buf, shape135, 600, 20)
 	data := buf.String()
 	whole := func(r io.Reader) (*inspect.Ruleset, error) {
-		textParallel = false
-		defer func() { textParallel = true }()
-		return ParseText(r, "in")
+		return parseTextWith(r, "in", readOptions{textWhole: true})
 	}
 	for _, tc := range []struct {
 		name string
