@@ -115,103 +115,26 @@ func Diff(in DiffSides) *NodeDiff {
 	if objs == nil {
 		d.Notes = append(d.Notes, "no Services and EndpointSlices on either side: chains are compared by their comments and names only; pass --from-objects or bundles that hold them")
 	}
-	a, routesA, unownedA := ownedThings(in.A, objs)
-	b, routesB, unownedB := ownedThings(in.B, objs)
-	var families []kubeproxy.Family
-	// A family one side has no rules for at all is a dump missing, not a
-	// difference of every Service: said once.
-	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
-		inA, inB := hasFamily(in.A, fam), hasFamily(in.B, fam)
-		if inA && inB {
-			families = append(families, fam)
-		}
-		if inA == inB {
-			continue
-		}
-		side := "A"
-		if inA {
-			side = "B"
-		}
-		d.Notes = append(d.Notes, fmt.Sprintf("%s has no %s rules (a dump not given?): %s is not compared", side, fam, fam))
-		for _, m := range []map[spKey]map[string]DiffEntry{a, b} {
-			for k := range m {
-				if k.family == string(fam) {
-					delete(m, k)
-				}
-			}
-		}
-		for _, m := range []map[spKey]*sideRoutes{routesA, routesB} {
-			for k := range m {
-				if k.family == string(fam) {
-					delete(m, k)
-				}
-			}
-		}
-	}
-	if d.A.Mode != d.B.Mode {
+	var o ownedSides
+	var unownedA, unownedB []string
+	o.entries[0], o.routes[0], unownedA = ownedThings(in.A, objs)
+	o.entries[1], o.routes[1], unownedB = ownedThings(in.B, objs)
+	families := d.comparedFamilies(in, &o)
+	sameMode := d.A.Mode == d.B.Mode
+	if !sameMode {
 		// What only iptables mode writes: node ports on localhost
 		// (route_localnet) and the health-check-port accepts.
 		d.Notes = append(d.Notes, fmt.Sprintf("A is in %s mode, B in %s mode: what only one mode writes (localhost node ports, health-check accepts; KUBE-FORWARD, KUBE-FIREWALL, filter-forward) is not compared, nor where a verdict was decided", d.A.Mode, d.B.Mode))
-		for _, m := range []map[spKey]map[string]DiffEntry{a, b} {
-			for _, entries := range m {
-				for key, e := range entries {
-					if e.What == "entry" && (e.Kind == "healthCheck" || strings.HasPrefix(e.Detail, "127.0.0.0/8:")) {
-						delete(entries, key)
-					}
-				}
-			}
-		}
+		o.dropOneModeEntries()
 	}
-	keys := map[spKey]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	for _, m := range []map[spKey]*sideRoutes{routesA, routesB} {
-		for k := range m {
-			keys[k] = true
-		}
-	}
-	order := make([]spKey, 0, len(keys))
-	for k := range keys {
-		order = append(order, k)
-	}
-	sort.Slice(order, func(i, j int) bool {
-		if order[i].servicePort != order[j].servicePort {
-			return order[i].servicePort < order[j].servicePort
-		}
-		return order[i].family < order[j].family
-	})
 	why := expectedDifferences(in.A.Objects, in.B.Objects, objs)
-	protocols := map[string]string{}
-	if objs != nil {
-		for _, sp := range objs.ServicePorts() {
-			protocols[sp.String()] = string(sp.Protocol)
-		}
-	}
-	sameMode := d.A.Mode == d.B.Mode
+	protocols := servicePortProtocols(objs)
 	masqA, masqB := AnalyzeMasquerade(in.A.Ruleset, nil), AnalyzeMasquerade(in.B.Ruleset, nil)
-	// A masquerade rule nft does not show (iptables-nft read through nft)
-	// leaves masquerading unknown: not compared, and said once.
-	masqHidden := map[string]bool{}
-	for _, fam := range families {
-		for _, side := range []struct {
-			name string
-			reps []MasqReport
-		}{{"A", masqA}, {"B", masqB}} {
-			for _, r := range side.reps {
-				if r.Family == fam && r.RandomFullyUnknown && !masqHidden[string(fam)] {
-					masqHidden[string(fam)] = true
-					d.Notes = append(d.Notes, fmt.Sprintf("%s's %s masquerade rule is not visible (iptables-nft read through nft): whether connections are masqueraded is not compared for %s", side.name, fam, fam))
-				}
-			}
-		}
-	}
-	for _, k := range order {
-		onlyA, onlyB := withoutRoutesOfOwnEndpoints(minus(a[k], b[k])), withoutRoutesOfOwnEndpoints(minus(b[k], a[k]))
-		routes := diffRoutes(routesA[k], routesB[k], sameMode, !masqHidden[k.family])
+	masqHidden := d.hiddenMasquerade(families, masqA, masqB)
+	for _, k := range o.keys() {
+		a, b := o.entries[0][k], o.entries[1][k]
+		onlyA, onlyB := withoutRoutesOfOwnEndpoints(minus(a, b)), withoutRoutesOfOwnEndpoints(minus(b, a))
+		routes := diffRoutes(o.routes[0][k], o.routes[1][k], sameMode, !masqHidden[k.family])
 		if len(onlyA) == 0 && len(onlyB) == 0 && len(routes) == 0 {
 			d.Same++
 			continue
@@ -232,6 +155,122 @@ func Diff(in DiffSides) *NodeDiff {
 		d.Status = StatusProblems
 	}
 	return d
+}
+
+// ownedSides is what A (0) and B (1) have programmed, per Service port
+// and family (see ownedThings).
+type ownedSides struct {
+	entries [2]map[spKey]map[string]DiffEntry
+	routes  [2]map[spKey]*sideRoutes
+}
+
+// dropFamily forgets both sides' Service ports of fam.
+func (o *ownedSides) dropFamily(fam kubeproxy.Family) {
+	for i := range 2 {
+		for k := range o.entries[i] {
+			if k.family == string(fam) {
+				delete(o.entries[i], k)
+			}
+		}
+		for k := range o.routes[i] {
+			if k.family == string(fam) {
+				delete(o.routes[i], k)
+			}
+		}
+	}
+}
+
+// dropOneModeEntries forgets the entries only iptables mode writes: the
+// health-check-port accepts and node ports on localhost.
+func (o *ownedSides) dropOneModeEntries() {
+	for _, m := range o.entries {
+		for _, entries := range m {
+			for key, e := range entries {
+				if e.What == "entry" && (e.Kind == "healthCheck" || strings.HasPrefix(e.Detail, "127.0.0.0/8:")) {
+					delete(entries, key)
+				}
+			}
+		}
+	}
+}
+
+// keys are the Service ports either side has, by name and family.
+func (o *ownedSides) keys() []spKey {
+	keys := map[spKey]bool{}
+	for i := range 2 {
+		for k := range o.entries[i] {
+			keys[k] = true
+		}
+		for k := range o.routes[i] {
+			keys[k] = true
+		}
+	}
+	order := make([]spKey, 0, len(keys))
+	for k := range keys {
+		order = append(order, k)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].servicePort != order[j].servicePort {
+			return order[i].servicePort < order[j].servicePort
+		}
+		return order[i].family < order[j].family
+	})
+	return order
+}
+
+// comparedFamilies are the families both sides have rules for. A family
+// one side has no rules for at all is a dump missing, not a difference of
+// every Service: said once, and its Service ports dropped.
+func (d *NodeDiff) comparedFamilies(in DiffSides, o *ownedSides) []kubeproxy.Family {
+	var families []kubeproxy.Family
+	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
+		inA, inB := hasFamily(in.A, fam), hasFamily(in.B, fam)
+		if inA && inB {
+			families = append(families, fam)
+		}
+		if inA == inB {
+			continue
+		}
+		side := "A"
+		if inA {
+			side = "B"
+		}
+		d.Notes = append(d.Notes, fmt.Sprintf("%s has no %s rules (a dump not given?): %s is not compared", side, fam, fam))
+		o.dropFamily(fam)
+	}
+	return families
+}
+
+// servicePortProtocols is each Service port's protocol, by name.
+func servicePortProtocols(objs *correlate.Objects) map[string]string {
+	protocols := map[string]string{}
+	if objs != nil {
+		for _, sp := range objs.ServicePorts() {
+			protocols[sp.String()] = string(sp.Protocol)
+		}
+	}
+	return protocols
+}
+
+// hiddenMasquerade are the families whose masquerading is not compared:
+// a masquerade rule nft does not show (iptables-nft read through nft)
+// leaves it unknown. Said once per family.
+func (d *NodeDiff) hiddenMasquerade(families []kubeproxy.Family, masqA, masqB []MasqReport) map[string]bool {
+	masqHidden := map[string]bool{}
+	for _, fam := range families {
+		for _, side := range []struct {
+			name string
+			reps []MasqReport
+		}{{"A", masqA}, {"B", masqB}} {
+			for _, r := range side.reps {
+				if r.Family == fam && r.RandomFullyUnknown && !masqHidden[string(fam)] {
+					masqHidden[string(fam)] = true
+					d.Notes = append(d.Notes, fmt.Sprintf("%s's %s masquerade rule is not visible (iptables-nft read through nft): whether connections are masqueraded is not compared for %s", side.name, fam, fam))
+				}
+			}
+		}
+	}
+	return masqHidden
 }
 
 // diffFixedRules compares the fixed rules of the families both sides
