@@ -452,7 +452,21 @@ func podName(app string, i int) string {
 // ---------------------------------------------------------------------------
 // The small object set: every service type and traffic policy.
 
+// smallSpecs is the small object set, group by group; the order is the
+// objects' resourceVersion order and must not change.
 func smallSpecs() []svcSpec {
+	var specs []svcSpec
+	for _, group := range [][]svcSpec{
+		clusterAddonSpecs(), serviceTypeSpecs(), trafficPolicySpecs(),
+		portSpecs(), endpointCaseSpecs(), familySpecs(),
+	} {
+		specs = append(specs, group...)
+	}
+	return specs
+}
+
+// clusterAddonSpecs are the Services every cluster has: the apiserver's and DNS.
+func clusterAddonSpecs() []svcSpec {
 	return []svcSpec{
 		{
 			// As the apiserver maintains it: no selector, endpoints without
@@ -481,6 +495,13 @@ func smallSpecs() []svcSpec {
 				readyEP("10.244.1.2", "node-b", podName("coredns", 1)),
 			},
 		},
+	}
+}
+
+// serviceTypeSpecs are one Service of each type kube-proxy programs:
+// ClusterIP, NodePort, LoadBalancer, and externalIPs.
+func serviceTypeSpecs() []svcSpec {
+	return []svcSpec{
 		{
 			// Plain ClusterIP, named port, endpoints on node-a and other nodes.
 			ns: "shop", name: "web",
@@ -526,6 +547,12 @@ func smallSpecs() []svcSpec {
 				readyEP("10.244.2.41", "node-c", podName("legacy-gw", 0)),
 			},
 		},
+	}
+}
+
+// trafficPolicySpecs cover the traffic policies and session affinity.
+func trafficPolicySpecs() []svcSpec {
+	return []svcSpec{
 		{
 			// LoadBalancer, externalTrafficPolicy Local, local and non-local endpoints.
 			ns: "shop", name: "ingress",
@@ -578,6 +605,12 @@ func smallSpecs() []svcSpec {
 				readyEP("10.244.2.81", "node-c", podName("cart", 1)),
 			},
 		},
+	}
+}
+
+// portSpecs cover port shapes: unnamed, several protocols, SCTP.
+func portSpecs() []svcSpec {
+	return []svcSpec{
 		{
 			// A single unnamed port.
 			ns: "shop", name: "unnamed",
@@ -610,6 +643,13 @@ func smallSpecs() []svcSpec {
 				readyEP("10.244.1.111", "node-b", podName("diameter", 0)),
 			},
 		},
+	}
+}
+
+// endpointCaseSpecs cover what kube-proxy skips (headless, ExternalName)
+// and endpoints that are missing or terminating.
+func endpointCaseSpecs() []svcSpec {
+	return []svcSpec{
 		{
 			// Headless: kube-proxy ignores it.
 			ns: "db", name: "postgres-headless",
@@ -646,6 +686,12 @@ func smallSpecs() []svcSpec {
 				termEP("10.244.1.131", "node-b", podName("draining", 1)),
 			},
 		},
+	}
+}
+
+// familySpecs are dual-stack and IPv6-only Services.
+func familySpecs() []svcSpec {
+	return []svcSpec{
 		{
 			// Dual-stack NodePort with IPv6 endpoints.
 			ns: "shop", name: "dual",
