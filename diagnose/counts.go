@@ -528,123 +528,32 @@ func failuresFor(failures []FailureCount, fam kubeproxy.Family, metric string) f
 	return n
 }
 
-// compareTables builds the table rows.
+// compareTables builds the table rows: one per kube-proxy table in the
+// dump, and one per table the metrics count that the dump lacks.
 func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts CountOptions, failures []FailureCount, mode kubeproxy.Mode, large LargeClusterEvidence) []TableCount {
-	rows := []TableCount{}
-	// localhostNodePorts per family, from the first nat table that says
-	lnp := map[kubeproxy.Family]*bool{}
-	lnpWhy := map[kubeproxy.Family]string{}
-	for _, t := range rs.IPTables {
-		if t == nil || t.Name != kubeproxy.TableNAT || lnp[t.Family] != nil {
-			continue
-		}
-		if on, why := LocalhostNodePortsFromDump(t); on != nil {
-			lnp[t.Family], lnpWhy[t.Family] = on, why
-		}
-	}
-	type key struct {
-		fam   kubeproxy.Family
-		table string
-	}
-	rowsFor := map[key][]int{}
+	tr := tableRows{rows: []TableCount{}, rowsFor: map[tableKey][]int{}}
+	lnp := localhostNodePortsByFamily(rs)
 	for _, t := range rs.IPTables {
 		if t == nil || (t.Name != kubeproxy.TableNAT && t.Name != kubeproxy.TableFilter) || !hasKubeProxyChains(t) {
 			continue
 		}
-		row := TableCount{Family: t.Family, Table: t.Name, Backend: t.Backend, Source: t.Source, InDump: true}
-		on := true
-		if t.Name == kubeproxy.TableFilter && t.Family != kubeproxy.IPv6 {
-			switch {
-			case opts.LocalhostNodePorts != nil:
-				on = *opts.LocalhostNodePorts
-				row.LocalhostNodePortsSource = "configuration"
-			case lnp[t.Family] != nil:
-				on = *lnp[t.Family]
-				row.LocalhostNodePortsSource = "dump: " + lnpWhy[t.Family]
-			default:
-				row.LocalhostNodePortsSource = "default (true): the nat table does not say"
-			}
-			v := on
-			row.LocalhostNodePorts = &v
-		}
-		row.Actual, row.StaleRules = KubeProxyRuleCount(t, stale, on)
-		row.Present = t.RuleCount()
-		row.BuiltinJumps = builtinJumps(t)
-		row.Others = row.Present - row.Actual - row.StaleRules - row.BuiltinJumps
-		if len(stale) > 0 {
-			for _, c := range t.Chains {
-				if c != nil && !c.Deleted && countedChain(t.Name, t.Family, c.Name, on) && stale.Has(t.Family, t.Name, c.Name) {
-					row.StaleChains++
-				}
-			}
-		}
-		row.Suspects = suspectRules(t)
-		if t.Name == kubeproxy.TableNAT {
-			row.UnreferencedChains, row.UnreferencedRules = unreferencedServiceChains(t, stale)
-		}
-		k := key{t.Family, t.Name}
-		rowsFor[k] = append(rowsFor[k], len(rows))
-		rows = append(rows, row)
+		k := tableKey{t.Family, t.Name}
+		tr.rowsFor[k] = append(tr.rowsFor[k], len(tr.rows))
+		tr.rows = append(tr.rows, dumpRow(t, stale, opts.LocalhostNodePorts, lnp[t.Family]))
 	}
-
-	var counts []metrics.RuleCount
 	if m != nil {
-		counts = m.RuleCounts()
-	}
-	for _, rc := range counts {
-		if rc.Table != kubeproxy.TableNAT && rc.Table != kubeproxy.TableFilter {
-			continue
-		}
-		total, last := rc.Total, rc.Last
-		var idx []int
-		if rc.Family == "" {
-			for k, is := range rowsFor {
-				if k.table == rc.Table {
-					idx = append(idx, is...)
-				}
-			}
-			sort.Ints(idx)
-		} else {
-			idx = rowsFor[key{rc.Family, rc.Table}]
-		}
-		if len(idx) == 0 {
-			row := TableCount{Family: rc.Family, Table: rc.Table, Metric: &total, MetricUnlabeled: rc.Family == ""}
-			if rc.HasLast {
-				row.MetricLast = &last
-			}
-			row.Reason = fmt.Sprintf("table not in dump: the metrics count %g rules in %s %s, but the dump has no such table with kube-proxy chains (dump the %s table with %s)", total, familyOr(rc.Family), rc.Table, rc.Table, saveCommand(rc.Family))
-			row.NotCompared = "the dump has no " + familyOr(rc.Family) + " " + rc.Table + " table"
-			rows = append(rows, row)
-			continue
-		}
-		for _, i := range idx {
-			rows[i].Metric = &total
-			if rc.HasLast {
-				rows[i].MetricLast = &last
-			}
-			rows[i].MetricUnlabeled = rc.Family == ""
+		for _, rc := range m.RuleCounts() {
+			tr.addMetric(rc)
 		}
 	}
-
+	rows := tr.rows
 	for i := range rows {
 		row := &rows[i]
 		if !row.InDump {
 			continue
 		}
 		explainRow(row, rows, failures, m, mode, rs, staleLinger(large, row.Family, opts.SyncPeriod))
-		row.Compared = row.Metric != nil
-		if t := rs.IPTable(row.Family, row.Table); row.Compared && t != nil && t.Partial {
-			// An excerpt's count says nothing about the table's.
-			row.Compared, row.Agree = false, false
-			row.NotCompared = "the dump holds only part of this table (an excerpt or one chain's listing)"
-			row.Reason = "not compared: " + row.NotCompared + "; pass the whole " + saveCommand(row.Family)
-		}
-		if !row.Compared && row.NotCompared == "" {
-			row.NotCompared = "no rule-count metric for this table"
-			if m == nil {
-				row.NotCompared = "no metrics given"
-			}
-		}
+		decideCompared(row, rs, m != nil)
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
@@ -657,6 +566,135 @@ func compareTables(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, opts
 		return a.Backend < b.Backend
 	})
 	return rows
+}
+
+// tableKey is a table by family and name.
+type tableKey struct {
+	fam   kubeproxy.Family
+	table string
+}
+
+// tableRows are the rows being built, and which rows hold each table of
+// the dump (one per backend and reading).
+type tableRows struct {
+	rows    []TableCount
+	rowsFor map[tableKey][]int
+}
+
+// localhostNodePorts is what a nat table says of localhostNodePorts.
+type localhostNodePorts struct {
+	on  *bool
+	why string
+}
+
+// localhostNodePortsByFamily is localhostNodePorts per family, from the
+// first nat table that says.
+func localhostNodePortsByFamily(rs *inspect.Ruleset) map[kubeproxy.Family]localhostNodePorts {
+	lnp := map[kubeproxy.Family]localhostNodePorts{}
+	for _, t := range rs.IPTables {
+		if t == nil || t.Name != kubeproxy.TableNAT || lnp[t.Family].on != nil {
+			continue
+		}
+		if on, why := LocalhostNodePortsFromDump(t); on != nil {
+			lnp[t.Family] = localhostNodePorts{on, why}
+		}
+	}
+	return lnp
+}
+
+// dumpRow counts a table of the dump the way kube-proxy does. In the IPv4
+// filter table that depends on localhostNodePorts (KUBE-FIREWALL's
+// localhost drop): from the configuration if given, else as the nat
+// table says, else the default.
+func dumpRow(t *inspect.IPTable, stale ChainSet, configured *bool, fromNAT localhostNodePorts) TableCount {
+	row := TableCount{Family: t.Family, Table: t.Name, Backend: t.Backend, Source: t.Source, InDump: true}
+	on := true
+	if t.Name == kubeproxy.TableFilter && t.Family != kubeproxy.IPv6 {
+		switch {
+		case configured != nil:
+			on = *configured
+			row.LocalhostNodePortsSource = "configuration"
+		case fromNAT.on != nil:
+			on = *fromNAT.on
+			row.LocalhostNodePortsSource = "dump: " + fromNAT.why
+		default:
+			row.LocalhostNodePortsSource = "default (true): the nat table does not say"
+		}
+		v := on
+		row.LocalhostNodePorts = &v
+	}
+	row.Actual, row.StaleRules = KubeProxyRuleCount(t, stale, on)
+	row.Present = t.RuleCount()
+	row.BuiltinJumps = builtinJumps(t)
+	row.Others = row.Present - row.Actual - row.StaleRules - row.BuiltinJumps
+	if len(stale) > 0 {
+		for _, c := range t.Chains {
+			if c != nil && !c.Deleted && countedChain(t.Name, t.Family, c.Name, on) && stale.Has(t.Family, t.Name, c.Name) {
+				row.StaleChains++
+			}
+		}
+	}
+	row.Suspects = suspectRules(t)
+	if t.Name == kubeproxy.TableNAT {
+		row.UnreferencedChains, row.UnreferencedRules = unreferencedServiceChains(t, stale)
+	}
+	return row
+}
+
+// addMetric puts a rule-count metric on the rows of its table (every
+// family's, for a metric without ip_family), or adds a row for a table
+// the dump lacks.
+func (tr *tableRows) addMetric(rc metrics.RuleCount) {
+	if rc.Table != kubeproxy.TableNAT && rc.Table != kubeproxy.TableFilter {
+		return
+	}
+	total, last := rc.Total, rc.Last
+	var idx []int
+	if rc.Family == "" {
+		for k, is := range tr.rowsFor {
+			if k.table == rc.Table {
+				idx = append(idx, is...)
+			}
+		}
+		sort.Ints(idx)
+	} else {
+		idx = tr.rowsFor[tableKey{rc.Family, rc.Table}]
+	}
+	if len(idx) == 0 {
+		row := TableCount{Family: rc.Family, Table: rc.Table, Metric: &total, MetricUnlabeled: rc.Family == ""}
+		if rc.HasLast {
+			row.MetricLast = &last
+		}
+		row.Reason = fmt.Sprintf("table not in dump: the metrics count %g rules in %s %s, but the dump has no such table with kube-proxy chains (dump the %s table with %s)", total, familyOr(rc.Family), rc.Table, rc.Table, saveCommand(rc.Family))
+		row.NotCompared = "the dump has no " + familyOr(rc.Family) + " " + rc.Table + " table"
+		tr.rows = append(tr.rows, row)
+		return
+	}
+	for _, i := range idx {
+		tr.rows[i].Metric = &total
+		if rc.HasLast {
+			tr.rows[i].MetricLast = &last
+		}
+		tr.rows[i].MetricUnlabeled = rc.Family == ""
+	}
+}
+
+// decideCompared says whether a table of the dump was compared with its
+// metric, and why not where it was not.
+func decideCompared(row *TableCount, rs *inspect.Ruleset, haveMetrics bool) {
+	row.Compared = row.Metric != nil
+	if t := rs.IPTable(row.Family, row.Table); row.Compared && t != nil && t.Partial {
+		// An excerpt's count says nothing about the table's.
+		row.Compared, row.Agree = false, false
+		row.NotCompared = "the dump holds only part of this table (an excerpt or one chain's listing)"
+		row.Reason = "not compared: " + row.NotCompared + "; pass the whole " + saveCommand(row.Family)
+	}
+	if !row.Compared && row.NotCompared == "" {
+		row.NotCompared = "no rule-count metric for this table"
+		if !haveMetrics {
+			row.NotCompared = "no metrics given"
+		}
+	}
 }
 
 func familyOr(f kubeproxy.Family) string {
