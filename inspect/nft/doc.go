@@ -39,7 +39,7 @@
 //     blocks (textBlock). A buffer is never written again once a string
 //     may point into it: jsonStream.fill reads into the room after what
 //     was read and moves on to a new buffer, never back. Do not reuse or
-//     recycle a read buffer.
+//     recycle a read buffer (TestParsedStringsOutliveInput fails).
 //     What must outlive a parse without keeping its input alive (names,
 //     comments) is cloned (strings.Clone, jsonComment).
 //   - The tape lives until the next parse of its parser: a value read off
