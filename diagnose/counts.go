@@ -349,8 +349,44 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 		opts.SyncPeriod = kubeproxy.DefaultSyncPeriod
 	}
 	rep := CountsReport{Tables: []TableCount{}, LastSync: []SyncState{}, Failures: []FailureCount{}, Notes: []string{}, LargeClusterMode: largeClusterEvidence(rs)}
-	note := func(format string, args ...any) { rep.Notes = append(rep.Notes, fmt.Sprintf(format, args...)) }
+	rep.detectMode(rs, m)
+	if m == nil {
+		rep.note("no metrics given: nothing to compare the dump with")
+	}
+	rep.modeNotes(rs)
 
+	states := syncStates(m, now, opts.SyncPeriod)
+	failures := failuresByFamily(m, opts.Earlier, states)
+	rep.Failures = append(rep.Failures, failures...)
+
+	if rep.Mode != kubeproxy.ModeIPVS && (rep.Mode == kubeproxy.ModeIPTables || rep.Mode == kubeproxy.ModeUnknown || rep.ModeFromDump.Has(kubeproxy.ModeIPTables)) {
+		rep.Tables = compareTables(rs, m, stale, opts, failures, rep.Mode, rep.LargeClusterMode)
+	}
+	if m != nil && len(m.Samples(metrics.IPTablesTotal)) > 0 && !metricHasFamily(m, metrics.IPTablesTotal) {
+		rep.note("the rule-count metrics have no ip_family label (kube-proxy < 1.33): in dual-stack the IPv4 and IPv6 proxiers overwrite one another's values, so each metric is whichever family synced last")
+	}
+	rep.leftoverNotes(rs)
+
+	rep.LastSync = states
+	if m != nil {
+		if v, ok := m.Value(metrics.EndpointChangesPending, nil); ok {
+			rep.PendingEndpointChanges = &v
+		}
+		if v, ok := m.Value(metrics.ServiceChangesPending, nil); ok {
+			rep.PendingServiceChanges = &v
+		}
+	}
+	syncDurations(rep.LastSync, m, opts.Earlier, opts.SyncPeriod)
+	return rep
+}
+
+func (rep *CountsReport) note(format string, args ...any) {
+	rep.Notes = append(rep.Notes, fmt.Sprintf(format, args...))
+}
+
+// detectMode sets the proxy mode, from the metrics when they say, else
+// from the dump, and notes a dump of both modes.
+func (rep *CountsReport) detectMode(rs *inspect.Ruleset, m *metrics.Metrics) {
 	rep.ModeFromMetrics = ModeFromMetrics(m)
 	if d := DetectMode(rs).Detected; d != kubeproxy.ModeUnknown {
 		rep.ModeFromDump = d
@@ -362,49 +398,45 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 	if rep.ModeFromDump == kubeproxy.ModeBoth {
 		switch rep.ModeFromMetrics {
 		case kubeproxy.ModeNFTables:
-			note("the dump holds both iptables and nftables kube-proxy rules and the metrics say nftables mode: the iptables rules are leftovers of another mode (kube-proxy removes the other mode's rules only at startup)")
+			rep.note("the dump holds both iptables and nftables kube-proxy rules and the metrics say nftables mode: the iptables rules are leftovers of another mode (kube-proxy removes the other mode's rules only at startup)")
 		case kubeproxy.ModeIPTables, kubeproxy.ModeIPVS:
-			note("the dump holds both iptables and nftables kube-proxy rules and the metrics say %s mode: the nftables table is a leftover of another mode (kube-proxy removes the other mode's rules only at startup)", rep.ModeFromMetrics)
+			rep.note("the dump holds both iptables and nftables kube-proxy rules and the metrics say %s mode: the nftables table is a leftover of another mode (kube-proxy removes the other mode's rules only at startup)", rep.ModeFromMetrics)
 		default:
-			note("the dump holds both iptables and nftables kube-proxy rules and no metrics say which mode runs: one set is leftovers of another mode (kube-proxy removes the other mode's rules only at startup)")
+			rep.note("the dump holds both iptables and nftables kube-proxy rules and no metrics say which mode runs: one set is leftovers of another mode (kube-proxy removes the other mode's rules only at startup)")
 		}
 	}
 	if rep.Mode == "" || rep.Mode == kubeproxy.ModeBoth {
 		rep.Mode = kubeproxy.ModeUnknown
 	}
-	if m == nil {
-		note("no metrics given: nothing to compare the dump with")
-	}
+}
+
+// modeNotes says when the metrics and the dump are of different modes,
+// and that nftables and ipvs mode have no rule count to compare.
+func (rep *CountsReport) modeNotes(rs *inspect.Ruleset) {
 	metricsFamilyMode := rep.ModeFromMetrics
 	if metricsFamilyMode == kubeproxy.ModeIPVS {
 		metricsFamilyMode = kubeproxy.ModeIPTables // ipvs mode keeps iptables chains
 	}
 	if metricsFamilyMode != "" && rep.ModeFromDump != "" && !rep.ModeFromDump.Has(metricsFamilyMode) {
-		note("the metrics come from %s mode but the dump holds %s rules: the dump is of another node, or holds leftovers of another mode", rep.ModeFromMetrics, rep.ModeFromDump)
+		rep.note("the metrics come from %s mode but the dump holds %s rules: the dump is of another node, or holds leftovers of another mode", rep.ModeFromMetrics, rep.ModeFromDump)
 	}
 	switch rep.Mode {
 	case kubeproxy.ModeNFTables:
-		note("nftables mode exports no rule-count metric (kubeproxy_sync_proxy_rules_iptables_total exists only in iptables mode): there is nothing to compare the dump with; the sync timestamps and failure counters below still apply")
+		rep.note("nftables mode exports no rule-count metric (kubeproxy_sync_proxy_rules_iptables_total exists only in iptables mode): there is nothing to compare the dump with; the sync timestamps and failure counters below still apply")
 		for _, t := range rs.NFTables {
 			if t != nil && t.IsKubeProxy() {
-				note("table %s kube-proxy: %d rules in %d chains, %d sets, %d maps", t.Family, t.RuleCount(), len(t.Chains), len(t.Sets), len(t.Maps))
+				rep.note("table %s kube-proxy: %d rules in %d chains, %d sets, %d maps", t.Family, t.RuleCount(), len(t.Chains), len(t.Sets), len(t.Maps))
 			}
 		}
 	case kubeproxy.ModeIPVS:
-		note("ipvs mode exports no rule-count metric: there is nothing to compare the dump with")
+		rep.note("ipvs mode exports no rule-count metric: there is nothing to compare the dump with")
 	}
+}
 
-	states := syncStates(m, now, opts.SyncPeriod)
-	failures := failuresByFamily(m, opts.Earlier, states)
-	rep.Failures = append(rep.Failures, failures...)
-
-	if rep.Mode != kubeproxy.ModeIPVS && (rep.Mode == kubeproxy.ModeIPTables || rep.Mode == kubeproxy.ModeUnknown || rep.ModeFromDump.Has(kubeproxy.ModeIPTables)) {
-		rep.Tables = compareTables(rs, m, stale, opts, failures, rep.Mode, rep.LargeClusterMode)
-	}
-	if m != nil && len(m.Samples(metrics.IPTablesTotal)) > 0 && !metricHasFamily(m, metrics.IPTablesTotal) {
-		note("the rule-count metrics have no ip_family label (kube-proxy < 1.33): in dual-stack the IPv4 and IPv6 proxiers overwrite one another's values, so each metric is whichever family synced last")
-	}
-
+// leftoverNotes says, per family, where rules kube-proxy does not count
+// linger: the other iptables backend's chains, and KUBE-XLB chains of
+// kube-proxy <= 1.23.
+func (rep *CountsReport) leftoverNotes(rs *inspect.Ruleset) {
 	backends := map[kubeproxy.Family]map[kubeproxy.Backend]bool{}
 	xlb := map[kubeproxy.Family]int{}
 	for _, t := range rs.IPTables {
@@ -425,26 +457,14 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 	}
 	for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6, ""} {
 		if backends[fam][kubeproxy.BackendNFT] && backends[fam][kubeproxy.BackendLegacy] {
-			note("%s: kube-proxy chains exist in both iptables backends (nf_tables and legacy): only one is the running kube-proxy's, and the metrics count that one; the other is leftovers whose rules still act on packets (iptables-wrapper picks nft when the kubelet's KUBE-IPTABLES-HINT or KUBE-KUBELET-CANARY is in the nft mangle table)", familyOr(fam))
+			rep.note("%s: kube-proxy chains exist in both iptables backends (nf_tables and legacy): only one is the running kube-proxy's, and the metrics count that one; the other is leftovers whose rules still act on packets (iptables-wrapper picks nft when the kubelet's KUBE-IPTABLES-HINT or KUBE-KUBELET-CANARY is in the nft mangle table)", familyOr(fam))
 		} else if backends[fam][kubeproxy.BackendNFT] && legacyTablesWarned(rs, fam) {
-			note("%s: iptables-nft-save warns that iptables-legacy tables are present: an older kube-proxy's rules may linger there, uncounted and still acting on packets; dump them with iptables-legacy-save", familyOr(fam))
+			rep.note("%s: iptables-nft-save warns that iptables-legacy tables are present: an older kube-proxy's rules may linger there, uncounted and still acting on packets; dump them with iptables-legacy-save", familyOr(fam))
 		}
 		if xlb[fam] > 0 {
-			note("%s: %d KUBE-XLB chain(s) from kube-proxy <= 1.23 linger in nat: kube-proxy neither counts nor deletes them (KUBE-XLB- is not one of its prefixes); a KUBE-XLB chain that still jumps to a KUBE-SEP chain makes kube-proxy's restore fail when it deletes that endpoint", familyOr(fam), xlb[fam])
+			rep.note("%s: %d KUBE-XLB chain(s) from kube-proxy <= 1.23 linger in nat: kube-proxy neither counts nor deletes them (KUBE-XLB- is not one of its prefixes); a KUBE-XLB chain that still jumps to a KUBE-SEP chain makes kube-proxy's restore fail when it deletes that endpoint", familyOr(fam), xlb[fam])
 		}
 	}
-
-	rep.LastSync = states
-	if m != nil {
-		if v, ok := m.Value(metrics.EndpointChangesPending, nil); ok {
-			rep.PendingEndpointChanges = &v
-		}
-		if v, ok := m.Value(metrics.ServiceChangesPending, nil); ok {
-			rep.PendingServiceChanges = &v
-		}
-	}
-	syncDurations(rep.LastSync, m, opts.Earlier, opts.SyncPeriod)
-	return rep
 }
 
 func metricHasFamily(m *metrics.Metrics, name string) bool {
