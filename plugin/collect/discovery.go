@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
-	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
@@ -150,11 +149,7 @@ func metricsPortOf(cm *corev1.ConfigMap) int {
 	if cm == nil {
 		return kubeproxy.MetricsPort
 	}
-	data, err := json.Marshal(cm)
-	if err != nil {
-		return kubeproxy.MetricsPort
-	}
-	cfg, err := kpconfig.Parse(bytes.NewReader(data), "configmap")
+	cfg, err := KubeProxyConfigOf(cm)
 	if err != nil {
 		return kubeproxy.MetricsPort
 	}
