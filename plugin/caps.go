@@ -53,13 +53,13 @@ func quantity(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
 }
 
-// inputCaps are the defaults with --max-input-size applied.
-func (o *InputOptions) inputCaps() (inputCaps, error) {
+// parseCaps are the defaults with --max-input-size (maxSize) applied.
+func parseCaps(maxSize string) (inputCaps, error) {
 	caps := inputCaps{}
 	for k, v := range defaultCaps {
 		caps[k] = v
 	}
-	for _, kv := range strings.Split(o.MaxSize, ",") {
+	for _, kv := range strings.Split(maxSize, ",") {
 		if strings.TrimSpace(kv) == "" {
 			continue
 		}
@@ -78,13 +78,13 @@ func (o *InputOptions) inputCaps() (inputCaps, error) {
 
 // kindOf is the kind of input name was given as (a bundle's files are in
 // the same lists).
-func (o *InputOptions) kindOf(name string) string {
+func (s *inputSet) kindOf(name string) string {
 	switch {
-	case slices.Contains(o.Objects, name):
+	case slices.Contains(s.Objects, name):
 		return capObjects
-	case slices.Contains(o.Metrics, name):
+	case slices.Contains(s.Metrics, name):
 		return capMetrics
-	case slices.Contains(o.Config, name):
+	case slices.Contains(s.Config, name):
 		return capConfig
 	}
 	return capDump // --from-dump also reads metrics and configuration dumps

@@ -193,8 +193,11 @@ func TestInputSizeThroughTheCap(t *testing.T) {
 		{"", st.Size()},
 		{"dump=1Ki", 1025},
 	} {
-		o := &InputOptions{MaxSize: tc.cap}
-		rc, src, err := o.open(dump)
+		caps, err := parseCaps(tc.cap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, src, err := (&Loader{Caps: caps}).inputSet(Request{Files: InputFiles{Dumps: []string{dump}}}).open(dump)
 		if err != nil {
 			t.Fatal(err)
 		}

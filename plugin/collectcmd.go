@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,10 +17,16 @@ import (
 // CollectOptions are the options of `collect`.
 type CollectOptions struct {
 	genericiooptions.IOStreams
-	Sources InputOptions
-	Sweep   SweepOptions
-	Dir     string
-	Output  string
+	// Nodes are --node; Live how to read them.
+	Nodes  []string
+	Live   LiveOptions
+	Sweep  SweepOptions
+	Dir    string
+	Output string
+
+	kube   *genericclioptions.ConfigFlags
+	ctx    context.Context
+	loader *Loader
 }
 
 const collectExample = `  # Save everything about a node for later (or for a ticket)
@@ -61,35 +68,36 @@ and explain as a sweep of its nodes, any command for one node with --node.`,
 		Example: fmt.Sprintf(collectExample, name),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ctx = cmd.Context()
 			if err := o.Validate(); err != nil {
 				return err
 			}
 			return o.Run()
 		},
 	}
-	o.Sources.cmd, o.Sources.kube = cmd, kube
-	cmd.Flags().StringArrayVar(&o.Sources.Nodes, "node", nil, "the node to read (repeated: a sweep of those nodes)")
+	o.kube = kube
+	cmd.Flags().StringArrayVar(&o.Nodes, "node", nil, "the node to read (repeated: a sweep of those nodes)")
 	o.Sweep.AddFlags(cmd)
 	cmd.Flags().StringVarP(&o.Dir, "dir", "d", "", "where to write the bundle: a new folder, or FILE.tar.gz")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "output format: text, json or yaml (the bundle's manifest)")
-	o.Sources.Live.AddFlags(cmd)
+	o.Live.AddFlags(cmd)
 	return cmd
 }
 
 // Validate checks the options.
 func (o *CollectOptions) Validate() error {
-	o.Sources.In, o.Sources.ErrOut = o.In, o.ErrOut
-	if len(o.Sources.Nodes) == 1 {
-		o.Sources.Node = o.Sources.Nodes[0]
+	o.loader = &Loader{Kube: o.kube, Live: o.Live, In: o.In, ErrOut: o.ErrOut}
+	if o.ctx == nil {
+		o.ctx = context.Background()
 	}
 	if o.sweeping() {
-		if err := o.Sweep.validate(o.Sources.Nodes); err != nil {
+		if err := o.Sweep.validate(o.Nodes); err != nil {
 			return err
 		}
 		if collect.IsArchiveName(o.Dir) {
 			return fmt.Errorf("a sweep writes a folder (one bundle per node): pass -d DIR, not %s", o.Dir)
 		}
-	} else if o.Sources.Node == "" {
+	} else if len(o.Nodes) == 0 {
 		return fmt.Errorf("which node? pass --node NAME (or --all-nodes, --node-selector LABELS)")
 	}
 	if o.Dir == "" {
@@ -109,11 +117,11 @@ func (o *CollectOptions) Validate() error {
 			return fmt.Errorf("%s exists and is not empty: choose a new folder", o.Dir)
 		}
 	}
-	return o.Sources.Live.Validate()
+	return o.Live.Validate()
 }
 
 func (o *CollectOptions) sweeping() bool {
-	return o.Sweep.AllNodes || o.Sweep.NodeSelector != "" || len(o.Sources.Nodes) > 1
+	return o.Sweep.AllNodes || o.Sweep.NodeSelector != "" || len(o.Nodes) > 1
 }
 
 // Run collects.
@@ -132,7 +140,7 @@ func (o *CollectOptions) Run() error {
 	}
 	// On failure the collector removes the files it wrote (and the folder,
 	// if it made it): never a half bundle, never the user's own folder.
-	man, err := o.Sources.Collect(dir)
+	man, err := o.loader.Collect(o.ctx, Request{Node: o.Nodes[0]}, dir)
 	if err != nil {
 		return err
 	}
@@ -177,13 +185,13 @@ func (o *CollectOptions) Run() error {
 // runSweep collects every node of the sweep into a sweep folder, --parallel
 // at a time, the objects listed once.
 func (o *CollectOptions) runSweep() error {
-	ctx := o.Sources.Context()
-	client, _, err := o.Sources.client()
+	ctx := o.ctx
+	client, _, err := o.loader.client()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	fleet, nodes, missing, err := collect.NewFleet(ctx, client, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Sources.Nodes})
+	fleet, nodes, missing, err := collect.NewFleet(ctx, client, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Nodes})
 	if err != nil {
 		return err
 	}
@@ -214,9 +222,8 @@ func (o *CollectOptions) runSweep() error {
 	go func() {
 		defer close(results)
 		eachParallel(ctx, nodes, o.Sweep.Parallel, func(node string) {
-			one := o.Sources.forNode(node)
-			one.preloaded, one.fleet, one.quiet = objs, fleet, true
-			man, err := one.Collect(w.NodeDir(node))
+			one := Request{Node: node, Objects: objs, Fleet: fleet, Quiet: true}
+			man, err := o.loader.Collect(ctx, one, w.NodeDir(node))
 			results <- done{node, man, err}
 		})
 	}()

@@ -199,7 +199,7 @@ func ServiceArgCompletion(cluster Cluster) cobra.CompletionFunc {
 			if all, _ := cmd.Flags().GetBool("all-namespaces"); all {
 				ns = ""
 			}
-			if names, ok := offlineServices(&InputOptions{Objects: files}, ns, toComplete); ok {
+			if names, ok := offlineServices(InputFiles{Objects: files}, ns, toComplete); ok {
 				return names, cobra.ShellCompDirectiveNoFileComp
 			}
 		}
@@ -250,16 +250,17 @@ func AddKubectlFlags(root *cobra.Command) (*genericclioptions.ConfigFlags, Clust
 	return cf, cluster
 }
 
-// offlineInputs are the --from-dump and --from-objects files of a command
-// line being completed, read quietly: completion works on saved inputs.
-func offlineInputs(in *InputOptions) (*Loaded, bool) {
-	if len(in.Dumps) == 0 && len(in.Objects) == 0 {
+// offlineInputs are the files of a command line being completed
+// (--from-dump, --from-objects, --from-metrics, --from-config), read
+// quietly: completion works on saved inputs.
+func offlineInputs(f *InputFlags) (*Loaded, bool) {
+	if len(f.Dumps) == 0 && len(f.Objects) == 0 {
 		return nil, false
 	}
-	quiet := *in
-	quiet.ErrOut = io.Discard
+	quiet := (&Loader{ErrOut: io.Discard}).inputSet(Request{Table: f.Table,
+		Files: InputFiles{Dumps: f.Dumps, Objects: f.Objects, Metrics: f.Metrics, Config: f.Config}})
 	l := &Loaded{Ruleset: &inspect.Ruleset{}}
-	if len(in.Dumps) > 0 {
+	if len(f.Dumps) > 0 {
 		loaded, err := quiet.load()
 		if err != nil {
 			cobra.CompDebugln(err.Error(), false)
@@ -312,13 +313,11 @@ func chainArgCompletion(o *MapOptions) cobra.CompletionFunc {
 }
 
 // offlineServices completes svc/NAME from --from-objects, when given.
-func offlineServices(in *InputOptions, namespace, toComplete string) ([]string, bool) {
-	if len(in.Objects) == 0 {
+func offlineServices(files InputFiles, namespace, toComplete string) ([]string, bool) {
+	if len(files.Objects) == 0 {
 		return nil, false
 	}
-	quiet := *in
-	quiet.ErrOut = io.Discard
-	objs, err := quiet.readObjects()
+	objs, err := (&Loader{ErrOut: io.Discard}).inputSet(Request{Files: files}).readObjects()
 	if err != nil {
 		return nil, false
 	}

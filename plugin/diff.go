@@ -91,7 +91,7 @@ side could not be read.`,
 		},
 		RunE: runAnalysis(o),
 	}
-	o.Inputs.AddFlags(cmd, kube)
+	o.addInputFlags(cmd, kube)
 	o.Inputs.addSelectFlags(cmd)
 	o.Out.AddFlags(cmd, false)
 	fs := cmd.Flags()
@@ -141,7 +141,10 @@ func (o *DiffOptions) Validate() error {
 	if o.a == o.b {
 		return fmt.Errorf("A and B are both %s: a diff needs two", o.a)
 	}
-	return nil
+	if err := o.Inputs.Validate(false, true); err != nil {
+		return err
+	}
+	return o.prepare()
 }
 
 // kindOfSide tells what an argument is: a path that does not exist is a
@@ -174,40 +177,40 @@ func kindOfSide(arg string) sideKind {
 	return sideDump
 }
 
-// side is one side of the diff, as InputOptions.
-func (o *DiffOptions) side(arg string, kind sideKind) *InputOptions {
-	one := o.Inputs
-	one.Dumps, one.Bundles, one.Nodes, one.Node = nil, nil, nil, ""
+// side is the request of one side of the diff.
+func (o *DiffOptions) side(arg string, kind sideKind) Request {
+	one := o.request()
+	one.Files.Dumps, one.Files.Bundles, one.Node = nil, nil, ""
 	switch kind {
 	case sideBundle:
 		if filepath.Base(arg) == collect.ManifestFile {
 			arg = filepath.Dir(arg)
 		}
-		one.Bundles = []string{arg}
+		one.Files.Bundles = []string{arg}
 	case sideDump:
-		one.Dumps = []string{arg}
+		one.Files.Dumps = []string{arg}
 	default:
-		one.Nodes, one.Node = []string{arg}, arg
+		one.Node = arg
 	}
-	return &one
+	return one
 }
 
 // Run reads both sides and compares them.
 func (o *DiffOptions) Run() error {
 	a, b := o.side(o.a, o.kindA), o.side(o.b, o.kindB)
+	ctx := o.context()
 	// Two live nodes: the objects once, for both.
 	var live []string
-	for _, s := range []*InputOptions{a, b} {
+	for _, s := range []Request{a, b} {
 		if s.Node != "" {
 			live = append(live, s.Node)
 		}
 	}
 	if len(live) > 0 && len(o.Inputs.Objects) == 0 {
-		client, _, err := o.Inputs.client()
+		client, _, err := o.loader.client()
 		if err != nil {
 			return err
 		}
-		ctx := o.Inputs.Context()
 		fleet, _, missing, err := collect.NewFleet(ctx, client, collect.FleetOptions{Names: live})
 		if err != nil {
 			return err
@@ -219,24 +222,22 @@ func (o *DiffOptions) Run() error {
 		if err != nil {
 			return err
 		}
-		for _, s := range []*InputOptions{a, b} {
+		for _, s := range []*Request{&a, &b} {
 			if s.Node != "" {
-				s.preloaded, s.fleet = objs, fleet
+				s.Objects, s.Fleet = objs, fleet
 			}
 		}
 	}
-	la, err := a.Load()
+	la, err := o.loader.Load(ctx, a)
 	if err != nil {
 		return fmt.Errorf("A (%s): %w", o.a, err)
 	}
-	lb, err := b.Load()
+	lb, err := o.loader.Load(ctx, b)
 	if err != nil {
 		return fmt.Errorf("B (%s): %w", o.b, err)
 	}
 	rep := diagnose.Diff(diagnose.DiffSides{A: la.Node, B: lb.Node, SourceA: o.a, SourceB: o.b, CollectedA: collectedAt(la), CollectedB: collectedAt(lb)})
-	if sel, err := o.Inputs.selectServices(mergedObjects(la.Objects, lb.Objects)); err != nil {
-		return err
-	} else if sel != nil {
+	if sel := a.Select.filter(mergedObjects(la.Objects, lb.Objects)); sel != nil {
 		kept := rep.ServicePorts[:0]
 		for _, sp := range rep.ServicePorts {
 			if ns, name, _, ok := correlate.ParseServicePortName(sp.ServicePort); ok && sel(ns, name) {

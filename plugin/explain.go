@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/lipgloss/tree"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -22,7 +23,6 @@ type ExplainOptions struct {
 	analysisOptions
 	Port string
 
-	kube *genericclioptions.ConfigFlags
 	// namespace is "" with -A: the Service is looked up in every namespace.
 	namespace string
 	name      string
@@ -62,7 +62,7 @@ const explainExample = `  # Why does svc/web in namespace shop get no traffic on
 
 // NewCmdExplain builds `explain`.
 func NewCmdExplain(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &ExplainOptions{analysisOptions: analysisOptions{IOStreams: streams}, kube: kube}
+	o := &ExplainOptions{analysisOptions: analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "explain (svc/NAME | NAME.NAMESPACE.svc | IP[:PORT] | CHAIN | -l SELECTOR) [-n NAMESPACE | -A] [--port PORT] (--node NAME | --all-nodes | --node-selector LABELS | --from-bundle DIR | --from-dump FILE --from-objects FILE)",
 		Short: "Show the path a packet for a Service takes on the node, against its EndpointSlices",
@@ -92,7 +92,7 @@ agree are collapsed into one line.
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    runAnalysis(o),
 	}
-	o.Inputs.AddFlags(cmd, kube)
+	o.addInputFlags(cmd, kube)
 	o.Inputs.addSelectFlags(cmd)
 	o.Inputs.addNodeIPFlag(cmd)
 	o.Sweep.AddFlags(cmd)
@@ -147,9 +147,6 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.namespace, ref = ns, name
 	}
 	o.name = ref
-	if o.namespace != "" {
-		o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
-	}
 	return nil
 }
 
@@ -169,53 +166,61 @@ func (o *ExplainOptions) Validate() error {
 
 // Run explains the Service (or each selected one).
 func (o *ExplainOptions) Run() error {
+	req := o.request()
+	if o.namespace != "" && o.name != "" {
+		req.Service = o.service()
+	}
 	if o.sweeping() {
 		// One Service on many nodes: found in the sweep's objects before
 		// any node is read, then only its chains are read on each.
 		if o.list {
 			return fmt.Errorf("explain sweeps one Service: name it (svc/NAME or a chain), not -l")
 		}
-		o.beforeSweep = func(objs *correlate.Objects) error {
+		o.beforeSweep = func(objs *correlate.Objects, base *Request) error {
 			if err := o.resolve(objs, nil); err != nil {
 				return err
 			}
 			if _, err := correlate.ResolveService(objs, o.namespace, o.name); err != nil {
 				return err // a typo: said once, not once per node
 			}
-			o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+			base.Service = o.service()
 			o.sweepSubject = "svc " + o.namespace + "/" + o.name
 			return nil
 		}
 	}
-	if o.Inputs.live() && !o.list {
+	if req.live() && !o.list {
 		// Find the Service before reading the node: a typo, a chain name or
 		// -A is answered from the cluster's objects, with no debug pod.
-		objs, err := o.Inputs.loadObjectsOnly()
+		objs, err := o.loader.Objects(o.context(), req)
 		if err != nil {
 			return err
 		}
-		switch err := o.resolve(objs.Objects, nil); {
+		switch err := o.resolve(objs, nil); {
 		case err == nil:
-			o.Inputs.preloaded = objs.Objects
-			o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.namespace, o.name
+			req.Objects, req.Service = objs, o.service()
 		case !mayBeDeleted(err):
 			return err
 		default:
 			// Not in the API, and nothing close: it may be a deleted
 			// Service the node still routes. Read the whole node, and
 			// look for it in its stale chains.
-			o.Inputs.preloaded = objs.Objects
+			req.Objects = objs
 		}
 	}
-	err := o.run(o.explainOne)
+	err := o.runRequest(req, o.explainOne)
 	if errors.Is(err, errReadWhole) {
 		// Only the named Service's objects and chains were read, and it
 		// is not among them: read everything, for the did-you-mean
 		// answers and for a deleted Service the rules still route.
-		o.Inputs.noTargeting = true
-		err = o.run(o.explainOne)
+		req.Service = nil
+		err = o.runRequest(req, o.explainOne)
 	}
 	return err
+}
+
+// service is the Service explained, once known.
+func (o *ExplainOptions) service() *correlate.ServiceFilter {
+	return &correlate.ServiceFilter{Namespace: o.namespace, Name: o.name}
 }
 
 // errReadWhole asks Run to read every object and chain again.
@@ -233,7 +238,7 @@ func (o *ExplainOptions) explainOne(l *Loaded) (built, error) {
 			ex, err = diagnose.ExplainService(l.Node, o.namespace, o.name, o.Port)
 		}
 		if err != nil {
-			if mayBeDeleted(err) && o.Inputs.targetService() != nil && !o.Inputs.readsStdin() {
+			if mayBeDeleted(err) && l.Narrowed && !o.request().Files.readsStdin() {
 				return built{}, errReadWhole
 			}
 			former, ok := o.former(l.Node)
@@ -322,10 +327,7 @@ func (o *ExplainOptions) resolve(objs *correlate.Objects, node *diagnose.Node) e
 
 // explainList explains every Service -l (and -n, or -A) selects.
 func (o *ExplainOptions) explainList(l *Loaded) (built, error) {
-	sel, err := o.Inputs.selectServices(l.Objects)
-	if err != nil {
-		return built{}, err
-	}
+	sel := o.request().Select.filter(l.Objects)
 	ns := o.namespace
 	l.Node.Select = func(namespace, name string) bool {
 		return (ns == "" || namespace == ns) && (sel == nil || sel(namespace, name))
@@ -383,8 +385,23 @@ const (
 )
 
 func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanation) error {
+	renderExplainHead(out, t, ex)
+	renderExplainVerdict(out, t, ex)
+	if len(ex.Ports) == 0 {
+		fmt.Fprintln(out, wrap("kube-proxy writes no rules for this Service (headless or ExternalName), or the dump has no table for its IP family.", t.Width))
+		return nil
+	}
+	for _, pp := range ex.Ports {
+		fmt.Fprintln(out, trimTrailing(explainPortTree(t, pp).String()))
+	}
+	renderNotChecked(out, t, ex.NotChecked)
+	return nil
+}
+
+// renderExplainHead prints what was asked (a chain's owner), the Service
+// and its policies, and its cluster IPs.
+func renderExplainHead(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanation) {
 	st := t.styles()
-	name := func(chain string, avail int) string { return t.chainName(chain, avail) }
 	if c := ex.Lookup; c != nil {
 		what := string(c.Kind) + " chain of " + c.ServicePort
 		if c.Endpoint != "" {
@@ -393,7 +410,7 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 		if !c.InDump {
 			what += " (recomputed from the objects; not in the dump)"
 		}
-		fmt.Fprintln(out, fitParts(t.Width, "  ", " ", st.header.Render(name(c.Chain, t.Width)), "is", "the", what))
+		fmt.Fprintln(out, fitParts(t.Width, "  ", " ", st.header.Render(t.chainName(c.Chain, t.Width)), "is", "the", what))
 	}
 	facts := []string{ex.Type + ",", "affinity " + ex.SessionAffinity}
 	if ex.AffinitySeconds > 0 && ex.SessionAffinity == "ClientIP" {
@@ -413,146 +430,160 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 	if len(ex.ClusterIPs) > 0 {
 		fmt.Fprintln(out, st.dim.Render(wrapIndent("cluster IPs: "+strings.Join(ex.ClusterIPs, ", "), t.Width, 2)))
 	}
-	renderExplainVerdict(out, t, ex)
-	if len(ex.Ports) == 0 {
-		fmt.Fprintln(out, wrap("kube-proxy writes no rules for this Service (headless or ExternalName), or the dump has no table for its IP family.", t.Width))
-		return nil
+}
+
+// explainPortTree is one Service port as a tree: its entries, each route
+// with its endpoints' shares, and the endpoints no rule reaches.
+func explainPortTree(t *Terminal, pp diagnose.PortReport) *tree.Tree {
+	st := t.styles()
+	title := []string{pp.ServicePort, pp.Protocol + " ", pp.Mode, pp.Family}
+	if pp.Topology != "" {
+		title = append(title, " topology "+pp.Topology)
 	}
+	root := t.newTree(st.header.Render(fitParts(t.Width, "  ", " ", title...)))
+	root.Child(explainEntries(t, pp))
+	byEndpoint := map[string]correlate.EndpointPath{}
+	for _, ep := range pp.Endpoints {
+		byEndpoint[ep.Endpoint] = ep
+	}
+	var internal *correlate.Route
+	for i, r := range pp.Routes {
+		if r.Traffic == "internal" && internal == nil {
+			internal = &pp.Routes[i]
+		}
+		if internal != nil && r.From != "outside" && r.Traffic == "external" && sameHops(r, *internal) && len(r.Other) == 0 {
+			// a Local policy's pods and node: as cluster traffic
+			line := r.Traffic + routeFromWords(r) + ": the endpoints of internal"
+			if r.Masquerade {
+				line += ", masqueraded"
+			}
+			root.Child(line)
+			continue
+		}
+		root.Child(explainRoute(t, r, byEndpoint))
+	}
+	explainUnreached(t, root, pp)
+	return root
+}
+
+// explainEntries are the rules that catch the port's traffic, as columns;
+// the chain holding each rule only when it fits (the kind says it:
+// KUBE-SERVICES or KUBE-NODEPORTS).
+func explainEntries(t *Terminal, pp diagnose.PortReport) *tree.Tree {
+	avail2 := t.Width - treeIndent2
+	entries := t.newTree("entries")
+	rows := make([][]string, 0, len(pp.Entries))
+	for _, e := range pp.Entries {
+		rows = append(rows, []string{e.Kind, e.Address, t.chainName(e.Chain, avail2) + " → " + t.chainName(e.Target, avail2)})
+	}
+	if tableWidth(nil, rows) > avail2 {
+		for i, e := range pp.Entries {
+			rows[i][2] = "→ " + t.chainName(e.Target, avail2)
+		}
+	}
+	if tableWidth(nil, rows) > avail2 {
+		// Still too wide (a long nftables name): the target below.
+		for _, r := range rows {
+			entries.Child(r[0] + "  " + r[1] + "\n  " + r[2])
+		}
+	} else {
+		for _, line := range strings.Split(strings.TrimSuffix(alignColumns(rows, "", func(int, int) lipgloss.Style { return t.Renderer.NewStyle() }), "\n"), "\n") {
+			if line != "" {
+				entries.Child(line)
+			}
+		}
+	}
+	if len(pp.Entries) == 0 {
+		entries.Child(t.styles().bad.Render("none: no rule catches this port's traffic"))
+	}
+	return entries
+}
+
+// explainRoute is one route: its chains, then each endpoint's share and
+// DNAT, and what happens to the rest.
+func explainRoute(t *Terminal, r correlate.Route, byEndpoint map[string]correlate.EndpointPath) *tree.Tree {
+	st := t.styles()
 	avail1, avail2 := t.Width-treeIndent1, t.Width-treeIndent2
-	for _, pp := range ex.Ports {
-		title := []string{pp.ServicePort, pp.Protocol + " ", pp.Mode, pp.Family}
-		if pp.Topology != "" {
-			title = append(title, " topology "+pp.Topology)
-		}
-		root := t.newTree(st.header.Render(fitParts(t.Width, "  ", " ", title...)))
-		entries := t.newTree("entries")
-		// The entries as columns; the chain holding each rule only when
-		// it fits (the kind says it: KUBE-SERVICES or KUBE-NODEPORTS).
-		rows := make([][]string, 0, len(pp.Entries))
-		for _, e := range pp.Entries {
-			rows = append(rows, []string{e.Kind, e.Address, name(e.Chain, avail2) + " → " + name(e.Target, avail2)})
-		}
-		if tableWidth(nil, rows) > avail2 {
-			for i, e := range pp.Entries {
-				rows[i][2] = "→ " + name(e.Target, avail2)
-			}
-		}
-		if tableWidth(nil, rows) > avail2 {
-			// Still too wide (a long nftables name): the target below.
-			for _, r := range rows {
-				entries.Child(r[0] + "  " + r[1] + "\n  " + r[2])
-			}
+	parts := []string{r.Traffic + routeFromWords(r) + ":"}
+	for i, c := range r.Chains {
+		if i > 0 {
+			parts = append(parts, "→ "+t.chainName(c, avail1-4))
 		} else {
-			for _, line := range strings.Split(strings.TrimSuffix(alignColumns(rows, "", func(int, int) lipgloss.Style { return t.Renderer.NewStyle() }), "\n"), "\n") {
-				if line != "" {
-					entries.Child(line)
-				}
-			}
+			parts = append(parts, t.chainName(c, avail1-4))
 		}
-		if len(pp.Entries) == 0 {
-			entries.Child(st.bad.Render("none: no rule catches this port's traffic"))
-		}
-		root.Child(entries)
-		byEndpoint := map[string]correlate.EndpointPath{}
-		for _, ep := range pp.Endpoints {
-			byEndpoint[ep.Endpoint] = ep
-		}
-		var internal *correlate.Route
-		for i, r := range pp.Routes {
-			if r.Traffic == "internal" && internal == nil {
-				internal = &pp.Routes[i]
-			}
-			label := r.Traffic + routeFromWords(r)
-			if internal != nil && r.From != "outside" && r.Traffic == "external" && sameHops(r, *internal) && len(r.Other) == 0 {
-				// a Local policy's pods and node: as cluster traffic
-				line := label + ": the endpoints of internal"
-				if r.Masquerade {
-					line += ", masqueraded"
-				}
-				root.Child(line)
-				continue
-			}
-			parts := []string{label + ":"}
-			for i, c := range r.Chains {
-				if i > 0 {
-					parts = append(parts, "→ "+name(c, avail1-4))
-				} else {
-					parts = append(parts, name(c, avail1-4))
-				}
-			}
-			if r.AffinitySeconds > 0 {
-				parts = append(parts, fmt.Sprintf("(ClientIP affinity %ds)", r.AffinitySeconds))
-			}
-			rt := t.newTree(fitParts(avail1, "    ", " ", parts...))
-			for _, h := range r.Hops {
-				ep := byEndpoint[h.Endpoint]
-				hop := []string{percent(h.Share) + " "}
-				dnat := "DNAT " + h.Endpoint
-				if h.ByName {
-					dnat = h.Endpoint + " (by name)"
-				}
-				if h.Chain != "" {
-					hop = append(hop, name(h.Chain, avail2-2))
-					dnat = "→ " + dnat
-				}
-				hop = append(hop, dnat, " "+sliceState(st, ep))
-				rt.Child(fitParts(avail2, "  ", " ", hop...))
-			}
-			for _, o := range r.Other {
-				style := st.warn
-				if !o.KubeProxys {
-					style = st.bad
-				}
-				what := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "not DNATed: accepted as it is", "unknown": "not known"}[o.Verdict]
-				if o.Chain != "" {
-					what += " in " + name(o.Chain, avail2-20)
-				}
-				rt.Child(style.Render(fitParts(avail2, "  ", " ", percent(o.Share)+" ", what)))
-			}
-			if len(r.Hops) == 0 && len(r.Other) == 0 {
-				rt.Child(st.warn.Render("no endpoint"))
-			}
-			if r.Note != "" {
-				rt.Child(st.dim.Render(wrap(r.Note, avail2)))
-			}
-			root.Child(rt)
-		}
-		// Endpoints in the slices that no rule reaches: missing where
-		// kube-proxy should have programmed them, else why it rightly
-		// left them out here.
-		var missing, unused []string
-		for _, ep := range pp.Endpoints {
-			if ep.InRules {
-				continue
-			}
-			line := fitParts(avail2, "  ", "  ", ep.Endpoint, sliceState(st, ep))
-			switch {
-			case ep.Expected:
-				missing = append(missing, line)
-			case ep.Why != "":
-				unused = append(unused, line+"\n"+st.dim.Render(wrap(ep.Why, avail2)))
-			default:
-				unused = append(unused, line)
-			}
-		}
-		if len(missing) > 0 {
-			nr := t.newTree("in the EndpointSlices, not in the rules")
-			for _, m := range missing {
-				nr.Child(m)
-			}
-			root.Child(nr)
-		}
-		if len(unused) > 0 {
-			nr := t.newTree("not used on this node")
-			for _, m := range unused {
-				nr.Child(m)
-			}
-			root.Child(nr)
-		}
-		fmt.Fprintln(out, trimTrailing(root.String()))
 	}
-	renderNotChecked(out, t, ex.NotChecked)
-	return nil
+	if r.AffinitySeconds > 0 {
+		parts = append(parts, fmt.Sprintf("(ClientIP affinity %ds)", r.AffinitySeconds))
+	}
+	rt := t.newTree(fitParts(avail1, "    ", " ", parts...))
+	for _, h := range r.Hops {
+		ep := byEndpoint[h.Endpoint]
+		hop := []string{percent(h.Share) + " "}
+		dnat := "DNAT " + h.Endpoint
+		if h.ByName {
+			dnat = h.Endpoint + " (by name)"
+		}
+		if h.Chain != "" {
+			hop = append(hop, t.chainName(h.Chain, avail2-2))
+			dnat = "→ " + dnat
+		}
+		hop = append(hop, dnat, " "+sliceState(st, ep))
+		rt.Child(fitParts(avail2, "  ", " ", hop...))
+	}
+	for _, o := range r.Other {
+		style := st.warn
+		if !o.KubeProxys {
+			style = st.bad
+		}
+		what := map[string]string{"drop": "dropped", "reject": "rejected", "accept": "not DNATed: accepted as it is", "unknown": "not known"}[o.Verdict]
+		if o.Chain != "" {
+			what += " in " + t.chainName(o.Chain, avail2-20)
+		}
+		rt.Child(style.Render(fitParts(avail2, "  ", " ", percent(o.Share)+" ", what)))
+	}
+	if len(r.Hops) == 0 && len(r.Other) == 0 {
+		rt.Child(st.warn.Render("no endpoint"))
+	}
+	if r.Note != "" {
+		rt.Child(st.dim.Render(wrap(r.Note, avail2)))
+	}
+	return rt
+}
+
+// explainUnreached adds the endpoints in the slices that no rule reaches:
+// missing where kube-proxy should have programmed them, else why it
+// rightly left them out here.
+func explainUnreached(t *Terminal, root *tree.Tree, pp diagnose.PortReport) {
+	st := t.styles()
+	avail2 := t.Width - treeIndent2
+	var missing, unused []string
+	for _, ep := range pp.Endpoints {
+		if ep.InRules {
+			continue
+		}
+		line := fitParts(avail2, "  ", "  ", ep.Endpoint, sliceState(st, ep))
+		switch {
+		case ep.Expected:
+			missing = append(missing, line)
+		case ep.Why != "":
+			unused = append(unused, line+"\n"+st.dim.Render(wrap(ep.Why, avail2)))
+		default:
+			unused = append(unused, line)
+		}
+	}
+	for _, group := range []struct {
+		title string
+		lines []string
+	}{{"in the EndpointSlices, not in the rules", missing}, {"not used on this node", unused}} {
+		if len(group.lines) == 0 {
+			continue
+		}
+		nr := t.newTree(group.title)
+		for _, m := range group.lines {
+			nr.Child(m)
+		}
+		root.Child(nr)
+	}
 }
 
 // renderExplainVerdict puts the verdict and every problem where the eye

@@ -51,7 +51,7 @@ func TestStreamedOutputIsByteIdentical(t *testing.T) {
 		Scope: "full", Files: []collect.BundleFile{{Path: "iptables-nft-save-ipv4.txt", Kind: collect.KindRuleset, Command: "iptables-nft-save", Bytes: 1234, Seconds: 0.5}}, Warnings: []string{"a <warning> & more"}}
 	for _, dir := range dirs {
 		for _, dumps := range [][]string{{"iptables/save-nft-ipv4.txt", "iptables/save-nft-ipv6.txt"}, {"nftables/ruleset.json"}} {
-			o := InputOptions{Objects: []string{filepath.Join(dir, "objects.json")}}
+			o := InputFiles{Objects: []string{filepath.Join(dir, "objects.json")}}
 			for _, d := range dumps {
 				if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
 					o.Dumps = append(o.Dumps, filepath.Join(dir, d))
@@ -66,8 +66,7 @@ func TestStreamedOutputIsByteIdentical(t *testing.T) {
 					break
 				}
 			}
-			o.ErrOut = &bytes.Buffer{}
-			l, err := o.Load()
+			l, err := loadRequest(Request{Files: o})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,8 +96,7 @@ func TestStreamedOutputIsByteIdenticalLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := InputOptions{Dumps: []string{f.IPTablesSave}, Objects: []string{f.Objects}, Metrics: []string{f.Metrics}, Node: synth.LocalNode}
-	l, err := o.Load()
+	l, err := loadRequest(Request{Files: InputFiles{Dumps: []string{f.IPTablesSave}, Objects: []string{f.Objects}, Metrics: []string{f.Metrics}}, Node: synth.LocalNode})
 	if err != nil {
 		t.Fatal(err)
 	}

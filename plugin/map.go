@@ -78,7 +78,6 @@ func (o *MapOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	o.chains = args
-	o.Inputs.objectsOnly = len(args) > 0
 	return nil
 }
 
@@ -89,7 +88,7 @@ func (o *MapOptions) Validate() error {
 			return fmt.Errorf("%q is not a kube-proxy chain name: map takes KUBE-SVC-/SVL-/EXT-/FW-/SEP-/XLB-… (iptables), service-/local-/external-/firewall-/endpoint-… (nftables), or their hash part", c)
 		}
 	}
-	return o.analysisOptions.Validate()
+	return o.analysisOptions.validate(len(o.chains) > 0) // chains need no node
 }
 
 // Run loads the inputs, attributes and prints.
@@ -296,7 +295,9 @@ func summaryLine(m *diagnose.ChainMap, wide bool) string {
 func (o *MapOptions) lookup() error {
 	var unknown []string
 	haveDump, haveObjects := false, false
-	err := o.run(func(l *Loaded) (built, error) {
+	req := o.request()
+	req.ObjectsOnly = true // a node's rules when given, else the objects alone
+	err := o.runRequest(req, func(l *Loaded) (built, error) {
 		haveDump = len(l.Ruleset.IPTables)+len(l.Ruleset.NFTables) > 0
 		haveObjects = l.Objects != nil
 		rep := diagnose.LookupChains(l.Node, o.chains)

@@ -61,8 +61,7 @@ func TestMapGroupedOnTerminal(t *testing.T) {
 
 func loadFixture(t *testing.T, dumps ...string) *Loaded {
 	t.Helper()
-	o := InputOptions{Dumps: dumps, Objects: []string{smallFixture + "objects.json"}}
-	l, err := o.Load()
+	l, err := loadRequest(Request{Files: InputFiles{Dumps: dumps, Objects: []string{smallFixture + "objects.json"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

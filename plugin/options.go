@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,44 +84,94 @@ func kubeNamespace(kube *genericclioptions.ConfigFlags) string {
 }
 
 // analysisOptions are what every analysis command's options embed: the
-// streams, the inputs and the output. Commands with arguments or flags of
-// their own override Complete or Validate and call these.
+// streams, the input flags and the output. Commands with arguments or flags
+// of their own override Complete or Validate and call these.
 type analysisOptions struct {
 	genericiooptions.IOStreams
-	Inputs InputOptions
+	Inputs InputFlags
 	Out    OutputOptions
 	// Sweep is --all-nodes, --node-selector and --parallel, on the
 	// commands that sweep (registered by their AddFlags).
 	Sweep SweepOptions
 	// beforeSweep, when set, sees the sweep's objects before any node is
-	// read (explain finds its Service); sweepSubject names what is swept.
-	beforeSweep  func(objs *correlate.Objects) error
+	// read and narrows the request every node is read with (explain finds
+	// its Service); sweepSubject names what is swept.
+	beforeSweep  func(objs *correlate.Objects, req *Request) error
 	sweepSubject string
+
+	kube *genericclioptions.ConfigFlags
+	ctx  context.Context
+	// base is the request of the flags, loader what reads it (Validate
+	// makes both).
+	base   Request
+	loader *Loader
+}
+
+// addInputFlags registers the input flags; kube selects the cluster.
+func (o *analysisOptions) addInputFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
+	o.kube = kube
+	o.Inputs.AddFlags(cmd)
 }
 
 func (o *analysisOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags, wide bool) {
-	o.Inputs.AddFlags(cmd, kube)
+	o.addInputFlags(cmd, kube)
 	o.Out.AddFlags(cmd, wide)
 	o.Inputs.addSelectFlags(cmd)
 }
 
-// Complete reads --at and inspects the terminal.
+// Complete takes the command's context and inspects the terminal.
 func (o *analysisOptions) Complete(cmd *cobra.Command, args []string) error {
-	if err := o.Inputs.Complete(o.In, o.ErrOut); err != nil {
-		return err
+	o.ctx = cmd.Context()
+	if o.ctx == nil {
+		o.ctx = context.Background()
 	}
 	return o.Out.Complete(o.IOStreams.Out)
 }
 
-// Validate checks -o, the sweep and the inputs.
+// Validate checks -o, the sweep and the inputs, and makes the request of
+// the flags and the loader.
 func (o *analysisOptions) Validate() error {
+	return o.validate(false)
+}
+
+// validate is Validate; nodeOptional: the command may read no node (map
+// CHAIN recomputes names from the objects).
+func (o *analysisOptions) validate(nodeOptional bool) error {
 	if err := o.Out.Validate(); err != nil {
 		return err
 	}
 	if err := o.validateSweep(); err != nil {
 		return err
 	}
-	return o.Inputs.Validate()
+	if err := o.Inputs.Validate(o.sweeping(), nodeOptional); err != nil {
+		return err
+	}
+	return o.prepare()
+}
+
+// prepare makes the request of the flags and the loader, once the flags
+// are valid.
+func (o *analysisOptions) prepare() error {
+	var err error
+	if o.base, err = newRequest(&o.Inputs, o.kube); err != nil {
+		return err
+	}
+	o.loader, err = newLoader(&o.Inputs, o.kube, o.In, o.ErrOut)
+	return err
+}
+
+// request is the request the flags make, made by Validate: a command
+// narrows its copy.
+func (o *analysisOptions) request() Request {
+	return o.base
+}
+
+// context is the command's: cancelled on Ctrl-C (see cmd main).
+func (o *analysisOptions) context() context.Context {
+	if o.ctx == nil {
+		return context.Background()
+	}
+	return o.ctx
 }
 
 // A built report: what -o json|yaml prints, and how to print it as text.
@@ -139,10 +190,16 @@ type built struct {
 // (with the collection manifest when the node was read live or from a
 // bundle), else text.
 func (o *analysisOptions) run(build func(l *Loaded) (built, error)) error {
+	return o.runRequest(o.request(), build)
+}
+
+// runRequest is run of req: the request of one node, or the base request
+// of a sweep's nodes.
+func (o *analysisOptions) runRequest(req Request, build func(l *Loaded) (built, error)) error {
 	if o.sweeping() {
-		return o.sweep(build)
+		return o.sweep(req, build)
 	}
-	l, err := o.Inputs.Load()
+	l, err := o.loader.Load(o.context(), req)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,7 @@ func BenchmarkPrintMachine(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := InputOptions{Dumps: []string{f.IPTablesSave}, Objects: []string{f.Objects}, Node: synth.LocalNode}
-	l, err := o.Load()
+	l, err := loadRequest(Request{Files: InputFiles{Dumps: []string{f.IPTablesSave}, Objects: []string{f.Objects}}, Node: synth.LocalNode})
 	if err != nil {
 		b.Fatal(err)
 	}

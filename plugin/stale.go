@@ -54,7 +54,7 @@ Use it when a dump shows chains you cannot place, or after deleting Services.
 		Args:    cobra.NoArgs,
 		RunE:    runAnalysis(o),
 	}
-	o.Inputs.AddFlags(cmd, kube)
+	o.addInputFlags(cmd, kube)
 	o.Inputs.addSelectFlags(cmd)
 	o.Sweep.AddFlags(cmd)
 	cmd.Flags().DurationVar(&o.SyncPeriod, "sync-period", 0, "kube-proxy's syncPeriod; default: what --from-config says, else 30s")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -77,7 +78,6 @@ func (o *analysisOptions) validateSweep() error {
 	if o.Out.Listed() {
 		return fmt.Errorf("a sweep prints a summary table, -o json or -o yaml (a List of the nodes' reports); -o %s is for one node", strings.SplitN(o.Out.Output, "=", 2)[0])
 	}
-	o.Inputs.sweep = true
 	return nil
 }
 
@@ -93,16 +93,6 @@ func (s *SweepOptions) validate(nodes []string) error {
 		return fmt.Errorf("--parallel must be between 1 and %d, not %d", maxParallel, s.Parallel)
 	}
 	return nil
-}
-
-// sweepDir is the sweep folder among --from-bundle, or "".
-func (o *InputOptions) sweepDir() string {
-	for _, b := range o.Bundles {
-		if collect.IsSweepDir(b) {
-			return b
-		}
-	}
-	return ""
 }
 
 // nodeResult is one node of a sweep, done.
@@ -123,23 +113,37 @@ type sweepSource struct {
 	// failed are nodes known unreadable before any is read (named but not
 	// in the cluster, or failed when the sweep folder was collected).
 	failed []diagnose.NodeError
-	read   func(ctx context.Context, node string) (*Loaded, error)
+	// base is the request every node is read with, folder the sweep
+	// folder read offline ("" live).
+	base   Request
+	folder string
+}
+
+// request is the request of one node: live, or its bundle in the folder,
+// with the sweep's objects.
+func (s *sweepSource) request(node string) Request {
+	r := s.base.forNode(node)
+	if s.folder != "" {
+		r.Files.Objects = nil
+		r.Files.Bundles = []string{collect.NodeBundleDir(s.folder, node)}
+	}
+	return r
 }
 
 // sweep runs build on every node of the sweep, --parallel at a time, and
 // streams the reports as the nodes finish: a List in -o json/yaml (its
 // items printed as they come, the summary last), a summary table and the
 // causes across nodes in text.
-func (o *analysisOptions) sweep(build func(l *Loaded) (built, error)) error {
-	ctx, cancel := context.WithCancel(o.Inputs.Context())
+func (o *analysisOptions) sweep(base Request, build func(l *Loaded) (built, error)) error {
+	ctx, cancel := context.WithCancel(o.context())
 	defer cancel()
 	start := time.Now()
-	src, err := o.sweepSource(ctx)
+	src, err := o.sweepSource(ctx, base)
 	if err != nil {
 		return err
 	}
 	if o.beforeSweep != nil {
-		if err := o.beforeSweep(src.objects); err != nil {
+		if err := o.beforeSweep(src.objects, &src.base); err != nil {
 			return err
 		}
 	}
@@ -168,7 +172,7 @@ func (o *analysisOptions) sweep(build func(l *Loaded) (built, error)) error {
 		eachParallel(ctx, src.nodes, o.Sweep.Parallel, func(node string) {
 			t0 := time.Now()
 			r := nodeResult{node: node}
-			if r.loaded, r.err = src.read(ctx, node); r.err == nil {
+			if r.loaded, r.err = o.loader.Load(ctx, src.request(node)); r.err == nil {
 				r.built, r.err = build(r.loaded)
 			}
 			r.seconds = time.Since(t0).Seconds()
@@ -198,7 +202,7 @@ func (o *analysisOptions) sweep(build func(l *Loaded) (built, error)) error {
 		}
 		r.loaded, r.built = nil, built{} // streamed: nothing of the node is kept
 	}
-	if err := o.Inputs.Context().Err(); err != nil {
+	if err := o.context().Err(); err != nil {
 		return err // interrupted: the pods are gone, say so
 	}
 	s := sum.Summary()
@@ -249,17 +253,17 @@ func (o *analysisOptions) sweepProgress() func(done, total int, node, what strin
 }
 
 // sweepSource picks the nodes and how to read each.
-func (o *analysisOptions) sweepSource(ctx context.Context) (*sweepSource, error) {
+func (o *analysisOptions) sweepSource(ctx context.Context, base Request) (*sweepSource, error) {
 	if dir := o.Inputs.sweepDir(); dir != "" {
-		return o.Inputs.offlineSweep(dir)
+		return o.loader.offlineSweep(ctx, base, dir, o.Inputs.Nodes)
 	}
-	return o.Inputs.liveSweep(ctx, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Inputs.Nodes})
+	return o.loader.liveSweep(ctx, base, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Inputs.Nodes})
 }
 
 // liveSweep lists the nodes, the kube-proxy pods and the objects once;
 // each node is then read into a temporary bundle, analysed and forgotten.
-func (o *InputOptions) liveSweep(ctx context.Context, opts collect.FleetOptions) (*sweepSource, error) {
-	client, _, err := o.client()
+func (ld *Loader) liveSweep(ctx context.Context, base Request, opts collect.FleetOptions) (*sweepSource, error) {
+	client, _, err := ld.client()
 	if err != nil {
 		return nil, err
 	}
@@ -267,9 +271,9 @@ func (o *InputOptions) liveSweep(ctx context.Context, opts collect.FleetOptions)
 	if err != nil {
 		return nil, err
 	}
-	objs := o.preloaded
-	if objs == nil && len(o.Objects) > 0 {
-		if objs, err = o.readObjects(); err != nil {
+	objs := base.Objects
+	if objs == nil && len(base.Files.Objects) > 0 {
+		if objs, err = ld.Objects(ctx, base); err != nil {
 			return nil, err
 		}
 	}
@@ -279,50 +283,35 @@ func (o *InputOptions) liveSweep(ctx context.Context, opts collect.FleetOptions)
 		}
 	}
 	objs.Warm()
-	src := &sweepSource{nodes: nodes, objects: objs}
+	base.Objects, base.Fleet, base.Quiet = objs, fleet, true
+	src := &sweepSource{nodes: nodes, objects: objs, base: base}
 	for _, m := range missing {
 		src.failed = append(src.failed, diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: m, Error: fmt.Sprintf("node %q not found: list them with kubectl get nodes", m), Reason: "NotFound"})
-	}
-	src.read = func(ctx context.Context, node string) (*Loaded, error) {
-		one := o.forNode(node)
-		one.preloaded, one.fleet, one.quiet, one.ctx = objs, fleet, true, ctx
-		dir, err := collect.MkdirTemp("", "proxyrules-sweep-")
-		if err != nil {
-			return nil, err
-		}
-		defer collect.RemoveTemp(dir)
-		if _, err := one.Collect(dir); err != nil {
-			return nil, err
-		}
-		one.Bundles = []string{dir}
-		return one.Load()
 	}
 	return src, nil
 }
 
 // offlineSweep reads the nodes of a sweep folder, with its objects read
-// once (or --from-objects).
-func (o *InputOptions) offlineSweep(dir string) (*sweepSource, error) {
+// once (or --from-objects): nodes, or every node of the folder.
+func (ld *Loader) offlineSweep(ctx context.Context, base Request, dir string, nodes []string) (*sweepSource, error) {
 	man, err := collect.ReadSweepManifest(dir)
 	if err != nil {
 		return nil, err
 	}
-	objs := o.preloaded
-	if objs == nil {
-		one := *o
-		if len(one.Objects) == 0 {
-			one.Objects = []string{dir + "/" + collect.SweepObjectsFile}
-		}
-		if objs, err = one.readObjects(); err != nil {
-			return nil, err
-		}
+	if len(base.Files.Objects) == 0 {
+		base.Files.Objects = []string{filepath.Join(dir, collect.SweepObjectsFile)}
+	}
+	objs, err := ld.Objects(ctx, base)
+	if err != nil {
+		return nil, err
 	}
 	objs.Warm()
+	base.Objects = objs
 	want := map[string]bool{}
-	for _, n := range o.Nodes {
+	for _, n := range nodes {
 		want[n] = true
 	}
-	src := &sweepSource{objects: objs}
+	src := &sweepSource{objects: objs, base: base, folder: dir}
 	filter := len(want) > 0
 	for _, n := range man.Nodes {
 		if filter && !want[n.Name] {
@@ -338,22 +327,7 @@ func (o *InputOptions) offlineSweep(dir string) (*sweepSource, error) {
 	for n := range want {
 		src.failed = append(src.failed, diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: n, Error: fmt.Sprintf("node %q is not in the sweep folder %s", n, dir), Reason: "NotFound"})
 	}
-	src.read = func(ctx context.Context, node string) (*Loaded, error) {
-		one := o.forNode(node)
-		one.preloaded, one.ctx = objs, ctx
-		one.Objects = nil
-		one.Bundles = []string{collect.NodeBundleDir(dir, node)}
-		return one.Load()
-	}
 	return src, nil
-}
-
-// forNode is a copy of the inputs for one node of a sweep.
-func (o *InputOptions) forNode(node string) *InputOptions {
-	one := *o
-	one.Nodes, one.Node, one.sweep = nil, node, false
-	one.Bundles = nil
-	return &one
 }
 
 // sweepOutput streams a List: the header, each item as it comes, the

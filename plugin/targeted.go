@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
-	"slices"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -13,6 +12,7 @@ import (
 )
 
 // The targeted explain path: `explain svc/NAME` reads only what explaining
+// that Service looks at (Request.Service; inputSet.narrowTo says when).
 // that Service looks at. Of the objects it keeps that Service, its
 // EndpointSlices and the objects of other kinds (ReadServiceObjects); of
 // an iptables-save dump (or kube-proxy's restore input) it keeps every
@@ -24,26 +24,6 @@ import (
 // of the full path (TestTargetedExplainSameAnswer compares them on every
 // fixture Service); a garbled rule of another Service's chain is dropped
 // unread, so its warning is not printed.
-
-// targetService is the Service explain asks for, when reading only its
-// objects and chains gives the full path's answer: the node must be known
-// (inferring it reads every Service's chains).
-func (o *InputOptions) targetService() *correlate.ServiceFilter {
-	if o.noTargeting || o.ServiceName == "" || o.Node == "" || len(o.Objects) == 0 {
-		return nil
-	}
-	return &correlate.ServiceFilter{Namespace: o.ServiceNamespace, Name: o.ServiceName}
-}
-
-// readsStdin: an input is "-", which cannot be read a second time.
-func (o *InputOptions) readsStdin() bool {
-	for _, list := range [][]string{o.Dumps, o.Objects, o.Metrics, o.Config} {
-		if slices.Contains(list, "-") {
-			return true
-		}
-	}
-	return false
-}
 
 // perServicePrefixes are the prefixes of the iptables chains kube-proxy
 // writes per service port or endpoint (and KUBE-XLB of kube-proxy ≤ 1.23).

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -9,18 +10,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/internal/fixture"
 	"github.com/proxyrules/kubectl-proxyrules/internal/synth"
 )
 
-// loadFor loads the inputs as explain svc/ns/name does.
-func loadFor(t *testing.T, o InputOptions, ns, name string) *Loaded {
+// loadFor loads the inputs as explain svc/ns/name does (the whole input
+// when name is "").
+func loadFor(t *testing.T, req Request, ns, name string) *Loaded {
 	t.Helper()
-	o.ServiceNamespace, o.ServiceName, o.ErrOut = ns, name, &bytes.Buffer{}
-	l, err := o.Load()
+	if name != "" {
+		req.Service = &correlate.ServiceFilter{Namespace: ns, Name: name}
+	}
+	l, err := (&Loader{ErrOut: &bytes.Buffer{}}).Load(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if l.Narrowed != (name != "") {
+		t.Fatalf("svc %q: narrowed %v", name, l.Narrowed)
 	}
 	return l
 }
@@ -59,10 +67,7 @@ func TestTargetedExplainSameAnswer(t *testing.T) {
 		for _, form := range fixture.Forms(t, dir) {
 			t.Run(filepath.Base(dir)+"/"+form.Name, func(t *testing.T) {
 				t.Parallel()
-				o := InputOptions{Dumps: form.Files, Objects: []string{filepath.Join(dir, "objects.json")}, Node: node}
-				if probe := (InputOptions{Objects: o.Objects, Node: node, ServiceName: "x"}); probe.targetService() == nil {
-					t.Fatal("the targeted path is off")
-				}
+				o := Request{Files: InputFiles{Dumps: form.Files, Objects: []string{filepath.Join(dir, "objects.json")}}, Node: node}
 				full := loadFor(t, o, "", "")
 				for _, svc := range objs.Services {
 					want, wantErr := explainJSON(full, svc.Namespace, svc.Name)
@@ -114,10 +119,8 @@ func TestTargetedExplainLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dump := range []string{f.IPTablesSave, f.NFTJSON} {
-		o := InputOptions{Dumps: []string{dump}, Objects: []string{f.Objects}, Node: synth.LocalNode}
-		fullRead := o
-		fullRead.noTargeting = true
-		full := loadFor(t, fullRead, "bench", "svc-00123")
+		o := Request{Files: InputFiles{Dumps: []string{dump}, Objects: []string{f.Objects}}, Node: synth.LocalNode}
+		full := loadFor(t, o, "", "")
 		targeted := loadFor(t, o, "bench", "svc-00123")
 		want, err := explainJSON(full, "bench", "svc-00123")
 		if err != nil {

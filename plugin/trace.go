@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/evaluate"
 )
@@ -27,8 +28,7 @@ type TraceOptions struct {
 	// In is --in: the interface the packet comes in on.
 	In string
 
-	kube *genericclioptions.ConfigFlags
-	req  diagnose.TraceRequest
+	req diagnose.TraceRequest
 }
 
 const traceExample = `  # A pod on node-3 cannot reach 10.96.4.7:443: where does its SYN go?
@@ -48,7 +48,7 @@ const traceExample = `  # A pod on node-3 cannot reach 10.96.4.7:443: where does
 
 // NewCmdTrace builds `trace`.
 func NewCmdTrace(name string, streams genericiooptions.IOStreams, kube *genericclioptions.ConfigFlags) *cobra.Command {
-	o := &TraceOptions{analysisOptions: analysisOptions{IOStreams: streams}, kube: kube}
+	o := &TraceOptions{analysisOptions: analysisOptions{IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "trace (--to IP:PORT[/tcp|udp|sctp] | --to svc/NAME[:PORT]) [--from node|pod|outside|IP] [--in IFACE] (--node NAME | --from-bundle DIR | --from-dump FILE)",
 		Short: "Where a new connection goes on the node: every outcome of the rules, with its share",
@@ -86,7 +86,7 @@ or rejected, 3 some outcome could not be evaluated (the report says what),
 	fs.StringVar(&o.To, "to", "", "where the connection goes: IP:PORT[/tcp|udp|sctp] or svc/NAME[:PORT]")
 	fs.StringVar(&o.From, "from", "", "where it starts: node, pod, outside or an IP (default: a pod on the node for a cluster IP, a client outside for the other entries)")
 	fs.StringVar(&o.In, "in", "", "the interface the packet comes in on, for rules that test it")
-	o.Inputs.AddFlags(cmd, kube)
+	o.addInputFlags(cmd, kube)
 	o.Inputs.addNodeIPFlag(cmd)
 	o.Sweep.AddFlags(cmd)
 	o.Out.AddFlags(cmd, false)
@@ -114,7 +114,7 @@ func (o *TraceOptions) Complete(cmd *cobra.Command, args []string) error {
 	if req.Service != "" {
 		req.Namespace = kubeNamespace(o.kube)
 	}
-	if _, err := o.Inputs.nodeAddresses(); err != nil {
+	if _, err := parseNodeIPs(o.Inputs.NodeIPs); err != nil {
 		return err
 	}
 	switch f := strings.ToLower(o.From); f {
@@ -187,25 +187,26 @@ func (o *TraceOptions) Run() error {
 	// that leaves them for another Service's chain is walked again on the
 	// whole dump. (A live read of one Service reads its chains only: too
 	// little for a walk, so a live trace reads the node whole.)
-	if o.req.Service != "" && !o.Inputs.live() && !o.sweeping() {
-		o.Inputs.ServiceNamespace, o.Inputs.ServiceName = o.req.Namespace, o.req.Service
+	req := o.request()
+	if o.req.Service != "" && !req.live() && !o.sweeping() {
+		req.Service = &correlate.ServiceFilter{Namespace: o.req.Namespace, Name: o.req.Service}
 	}
 	build := func(l *Loaded) (built, error) {
 		rep, err := diagnose.Trace(l.Node, o.req)
 		if err != nil {
 			return built{}, err
 		}
-		if o.Inputs.targetService() != nil && leftTarget(rep) {
+		if l.Narrowed && leftTarget(rep) {
 			return built{}, errLeftTarget
 		}
 		return built{report: rep, status: rep.Status,
 			render: func(out io.Writer, t *Terminal) error { return renderTrace(out, t, rep) },
 			rows:   func() rows { return traceRows(rep) }}, nil
 	}
-	err := o.run(build)
+	err := o.runRequest(req, build)
 	if errors.Is(err, errLeftTarget) {
-		o.Inputs.noTargeting = true
-		err = o.run(build)
+		req.Service = nil
+		err = o.runRequest(req, build)
 	}
 	return err
 }

@@ -69,6 +69,10 @@ type Collector struct {
 	Progress *Progress
 	Options
 	Dir string
+	// Listed are the objects Collect listed and wrote into the bundle
+	// (nil when Objects were given): the caller reads them without
+	// decoding the bundle's file again.
+	Listed *correlate.Objects
 
 	now func() time.Time // tests pin it
 }
@@ -99,6 +103,7 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 		if objects, err = c.writeObjects(ctx, w, node, proxy); err != nil {
 			return nil, err
 		}
+		c.Listed = objects
 	}
 	metricsPort := c.MetricsPort
 	if metricsPort == 0 {
