@@ -121,13 +121,34 @@ func (s *jsonScanner) seen(mask *uint32, bit uint32) {
 	*mask |= bit
 }
 
-// object decodes the object at pos into out.
+// object decodes the object at pos into out: its members first, then
+// what its kind makes of them. An object the fast path cannot be sure of
+// (odd) goes to the generic decoder whole.
 func (d *fastDecoder) object(out *Objects) error {
 	s := &d.s
 	start := s.pos
 	outerOdd := s.odd
 	s.odd = false
 	var f fastObject
+	if err := d.members(&f); err != nil {
+		return err
+	}
+	if s.bad {
+		return nil
+	}
+	odd := s.odd
+	s.odd = outerOdd
+	raw := s.data[start:s.pos]
+	if odd {
+		return d.generic(out, raw)
+	}
+	return d.build(out, &f, raw)
+}
+
+// members reads the members of the object at pos into f: those of a
+// Service, an EndpointSlice or a List, the rest skipped.
+func (d *fastDecoder) members(f *fastObject) error {
+	s := &d.s
 	var mask uint32
 	for more, _ := s.enterObject(); more; more = s.nextMember() {
 		k := s.key()
@@ -140,19 +161,8 @@ func (d *fastDecoder) object(out *Objects) error {
 			f.kind = s.str(&d.intern)
 		case "items":
 			s.seen(&mask, keyItems)
-			more, present := s.enterArray()
-			if present {
-				f.items = &Objects{}
-			}
-			for ; more; more = s.nextElement() {
-				if s.peek() != '{' {
-					s.odd = true
-					s.skip()
-					continue
-				}
-				if err := d.object(f.items); err != nil {
-					return err
-				}
+			if err := d.items(f); err != nil {
+				return err
 			}
 		case "metadata":
 			s.seen(&mask, keyMetadata)
@@ -189,15 +199,34 @@ func (d *fastDecoder) object(out *Objects) error {
 			s.skip()
 		}
 	}
-	if s.bad {
-		return nil
+	return nil
+}
+
+// items decodes a List's items into f.items; an item that is not an
+// object makes the List odd.
+func (d *fastDecoder) items(f *fastObject) error {
+	s := &d.s
+	more, present := s.enterArray()
+	if present {
+		f.items = &Objects{}
 	}
-	odd := s.odd
-	s.odd = outerOdd
-	raw := s.data[start:s.pos]
-	if odd {
-		return d.generic(out, raw)
+	for ; more; more = s.nextElement() {
+		if s.peek() != '{' {
+			s.odd = true
+			s.skip()
+			continue
+		}
+		if err := d.object(f.items); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// build adds f, read whole from raw, to out as what its kind says: a
+// List's items, a Service or an EndpointSlice (where only keeps them);
+// any other kind goes to the generic decoder.
+func (d *fastDecoder) build(out *Objects, f *fastObject, raw []byte) error {
 	if f.kind == "List" || strings.HasSuffix(f.kind, "List") && f.items != nil {
 		if f.items != nil {
 			out.Services = append(out.Services, f.items.Services...)
@@ -215,26 +244,32 @@ func (d *fastDecoder) object(out *Objects) error {
 		return nil
 	case f.apiVersion == "discovery.k8s.io/v1" && f.kind == "EndpointSlice":
 		d.seenSlices++
-		es := &discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{APIVersion: f.apiVersion, Kind: f.kind}, ObjectMeta: f.meta,
-			AddressType: f.addressType, Endpoints: f.endpoints, Ports: f.ports}
-		if !d.only.keepSlice(es) {
-			return nil
-		}
-		if f.endpointsRaw != nil {
-			sub := jsonScanner{data: f.endpointsRaw}
-			save := d.s
-			d.s = sub
-			es.Endpoints = d.endpoints()
-			odd := d.s.odd || d.s.bad
-			d.s = save
-			if odd {
-				return d.generic(out, raw)
-			}
-		}
-		out.EndpointSlices = append(out.EndpointSlices, es)
-		return nil
+		return d.endpointSlice(out, f, raw)
 	}
 	return d.generic(out, raw)
+}
+
+// endpointSlice adds f to out if only keeps it, decoding the endpoints
+// members put aside; odd endpoints send the slice to the generic decoder.
+func (d *fastDecoder) endpointSlice(out *Objects, f *fastObject, raw []byte) error {
+	es := &discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{APIVersion: f.apiVersion, Kind: f.kind}, ObjectMeta: f.meta,
+		AddressType: f.addressType, Endpoints: f.endpoints, Ports: f.ports}
+	if !d.only.keepSlice(es) {
+		return nil
+	}
+	if f.endpointsRaw != nil {
+		sub := jsonScanner{data: f.endpointsRaw}
+		save := d.s
+		d.s = sub
+		es.Endpoints = d.endpoints()
+		odd := d.s.odd || d.s.bad
+		d.s = save
+		if odd {
+			return d.generic(out, raw)
+		}
+	}
+	out.EndpointSlices = append(out.EndpointSlices, es)
+	return nil
 }
 
 // generic decodes one object with the generic decoder, for what the fast
