@@ -602,89 +602,19 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 	spn, proto := sp.String(), sp.Proto()
 	hash := PortProtoHash(spn, proto)
 	svc, svl, ext, fw := kubeproxy.PrefixService+hash, kubeproxy.PrefixLocal+hash, kubeproxy.PrefixExternal+hash, kubeproxy.PrefixFirewall+hash
+	own := []string{svc, svl, ext, fw}
 	pp := PortPath{ServicePort: spn, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort,
 		Mode: string(kubeproxy.ModeIPTables), Family: string(nat.Family), Entries: []Entry{}, Routes: []Route{}, Endpoints: []EndpointPath{}}
-	portStr := strconv.Itoa(int(sp.Port))
-	// Entry rules in nat.
 	entryTarget := map[string]string{} // kind → chain
-	var entryRules []entryRule
-	for _, target := range []string{svc, svl, ext, fw} {
-		entryRules = append(entryRules, entries[target]...)
-	}
-	sort.SliceStable(entryRules, func(i, j int) bool {
-		a, b := entryRules[i], entryRules[j]
-		if a.chain != b.chain {
-			return a.chain == kubeproxy.ChainServices // cluster IPs first, then node ports
+	for _, er := range natEntryRules(entries, own) {
+		e := natEntry(sp, er)
+		if _, seen := entryTarget[e.Kind]; !seen {
+			entryTarget[e.Kind] = er.rule.Target
 		}
-		return a.rule.Line < b.rule.Line
-	})
-	for _, er := range entryRules {
-		{
-			chainName, r := er.chain, er.rule
-			e := Entry{Table: kubeproxy.TableNAT, Chain: chainName, Target: r.Target, Rule: r.Text}
-			if chainName == kubeproxy.ChainNodePorts {
-				e.Kind, e.Address = "nodePort", r.DPort().Value
-				if ip := stripPrefixLen(r.Destination().Value); ip != "" {
-					e.Address = net.JoinHostPort(r.Destination().Value, r.DPort().Value)
-				}
-			} else {
-				ip := stripPrefixLen(r.Destination().Value)
-				e.Kind = addressKind(sp, ip)
-				switch {
-				case strings.HasSuffix(r.Comment, " cluster IP"):
-					e.Kind = "clusterIP"
-				case strings.HasSuffix(r.Comment, " external IP"):
-					e.Kind = "externalIP"
-				case strings.HasSuffix(r.Comment, " loadbalancer IP"):
-					e.Kind = "loadBalancerIP"
-				}
-				if ip != "" {
-					e.Address = net.JoinHostPort(ip, r.DPort().Value)
-				}
-				if e.Kind == "" {
-					e.Kind = "unknown"
-				}
-			}
-			if _, seen := entryTarget[e.Kind]; !seen {
-				entryTarget[e.Kind] = r.Target
-			}
-			pp.Entries = append(pp.Entries, e)
-		}
+		pp.Entries = append(pp.Entries, e)
 	}
-	// Filter-table entries: no endpoints, firewall, health checks.
 	if filter != nil {
-		for _, fr := range filterIdx.candidates(sp) {
-			chainName, r := filterChains[fr.chain], fr.rule
-			kind := ""
-			switch {
-			case r.Comment == spn+" has no endpoints":
-				kind = "noEndpoints"
-			case r.Comment == spn+" has no local endpoints":
-				kind = "noLocalEndpoints"
-			case r.Comment == spn+" health check node port":
-				kind = "healthCheck"
-			case strings.HasPrefix(r.Comment, spn+" traffic not accepted by"):
-				kind = "firewall"
-			case r.Comment == "" && (r.Target == "REJECT" || r.Target == "DROP"):
-				// Read through nft: no comments; match the address.
-				ip := stripPrefixLen(r.Destination().Value)
-				if ip != "" && addressKind(sp, ip) != "" && r.DPort().Value == portStr ||
-					ip == "" && sp.NodePort > 0 && r.DPort().Value == strconv.Itoa(int(sp.NodePort)) {
-					kind = "noEndpoints"
-					if r.Target == "DROP" {
-						kind = "noLocalEndpoints"
-					}
-				}
-			}
-			if kind == "" {
-				continue
-			}
-			addr := r.DPort().Value
-			if ip := stripPrefixLen(r.Destination().Value); ip != "" {
-				addr = net.JoinHostPort(ip, r.DPort().Value)
-			}
-			pp.Entries = append(pp.Entries, Entry{Kind: kind, Address: addr, Table: kubeproxy.TableFilter, Chain: chainName, Target: r.Target, Rule: r.Text})
-		}
+		pp.Entries = append(pp.Entries, filterEntries(sp, filterIdx)...)
 	}
 
 	exp := expect(sp, kubeproxy.Family(pp.Family), node)
@@ -695,6 +625,113 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 
 	// Addresses no entry catches.
 	missingEntries(&pp, sp, entryTarget)
+	missingExternalEntries(&pp, sp)
+	for _, c := range own {
+		if ch := nat.Chain(c); ch != nil && len(ch.Rules) == 0 {
+			pp.EmptyChains = append(pp.EmptyChains, c)
+		}
+	}
+	return pp
+}
+
+// natEntryRules are the nat rules that jump to the service port's own
+// chains: cluster IPs (KUBE-SERVICES) first, then node ports, each in
+// rule order.
+func natEntryRules(entries map[string][]entryRule, own []string) []entryRule {
+	var entryRules []entryRule
+	for _, target := range own {
+		entryRules = append(entryRules, entries[target]...)
+	}
+	sort.SliceStable(entryRules, func(i, j int) bool {
+		a, b := entryRules[i], entryRules[j]
+		if a.chain != b.chain {
+			return a.chain == kubeproxy.ChainServices // cluster IPs first, then node ports
+		}
+		return a.rule.Line < b.rule.Line
+	})
+	return entryRules
+}
+
+// natEntry is a nat entry rule as an entry: a node port, or an address
+// of the kind its comment says (else the Service's address it matches).
+func natEntry(sp *ServicePort, er entryRule) Entry {
+	chainName, r := er.chain, er.rule
+	e := Entry{Table: kubeproxy.TableNAT, Chain: chainName, Target: r.Target, Rule: r.Text}
+	if chainName == kubeproxy.ChainNodePorts {
+		e.Kind, e.Address = "nodePort", r.DPort().Value
+		if ip := stripPrefixLen(r.Destination().Value); ip != "" {
+			e.Address = net.JoinHostPort(r.Destination().Value, r.DPort().Value)
+		}
+		return e
+	}
+	ip := stripPrefixLen(r.Destination().Value)
+	e.Kind = addressKind(sp, ip)
+	switch {
+	case strings.HasSuffix(r.Comment, " cluster IP"):
+		e.Kind = "clusterIP"
+	case strings.HasSuffix(r.Comment, " external IP"):
+		e.Kind = "externalIP"
+	case strings.HasSuffix(r.Comment, " loadbalancer IP"):
+		e.Kind = "loadBalancerIP"
+	}
+	if ip != "" {
+		e.Address = net.JoinHostPort(ip, r.DPort().Value)
+	}
+	if e.Kind == "" {
+		e.Kind = "unknown"
+	}
+	return e
+}
+
+// filterEntries are the filter table's entries of the service port: no
+// endpoints, firewall, health checks.
+func filterEntries(sp *ServicePort, filterIdx *filterIndex) []Entry {
+	var out []Entry
+	for _, fr := range filterIdx.candidates(sp) {
+		chainName, r := filterChains[fr.chain], fr.rule
+		kind := filterEntryKind(sp, r)
+		if kind == "" {
+			continue
+		}
+		addr := r.DPort().Value
+		if ip := stripPrefixLen(r.Destination().Value); ip != "" {
+			addr = net.JoinHostPort(ip, r.DPort().Value)
+		}
+		out = append(out, Entry{Kind: kind, Address: addr, Table: kubeproxy.TableFilter, Chain: chainName, Target: r.Target, Rule: r.Text})
+	}
+	return out
+}
+
+// filterEntryKind is what a filter rule does to the service port, by its
+// comment, or, read through nft without comments, by the address and
+// port a REJECT or DROP matches; "" for a rule not the port's.
+func filterEntryKind(sp *ServicePort, r *inspect.IPRule) string {
+	spn := sp.String()
+	switch {
+	case r.Comment == spn+" has no endpoints":
+		return "noEndpoints"
+	case r.Comment == spn+" has no local endpoints":
+		return "noLocalEndpoints"
+	case r.Comment == spn+" health check node port":
+		return "healthCheck"
+	case strings.HasPrefix(r.Comment, spn+" traffic not accepted by"):
+		return "firewall"
+	case r.Comment == "" && (r.Target == "REJECT" || r.Target == "DROP"):
+		ip := stripPrefixLen(r.Destination().Value)
+		if ip != "" && addressKind(sp, ip) != "" && r.DPort().Value == strconv.Itoa(int(sp.Port)) ||
+			ip == "" && sp.NodePort > 0 && r.DPort().Value == strconv.Itoa(int(sp.NodePort)) {
+			if r.Target == "DROP" {
+				return "noLocalEndpoints"
+			}
+			return "noEndpoints"
+		}
+	}
+	return ""
+}
+
+// missingExternalEntries adds the service port's external and
+// load-balancer IPs of the family that no entry catches.
+func missingExternalEntries(pp *PortPath, sp *ServicePort) {
 	for _, ip := range append(append([]string{}, sp.ExternalIPs...), sp.LoadBalancerIPs...) {
 		if isIPv6(ip) != (pp.Family == string(kubeproxy.IPv6)) {
 			continue
@@ -709,12 +746,6 @@ func explainIPTables(sp *ServicePort, nat, filter *inspect.IPTable, entries map[
 			pp.Missing = append(pp.Missing, MissingEntry{"external", hostPort(ip, sp.Port)})
 		}
 	}
-	for _, c := range []string{svc, svl, ext, fw} {
-		if ch := nat.Chain(c); ch != nil && len(ch.Rules) == 0 {
-			pp.EmptyChains = append(pp.EmptyChains, c)
-		}
-	}
-	return pp
 }
 
 // missingEntries records the cluster IPs and the node port no entry
