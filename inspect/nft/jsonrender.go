@@ -67,6 +67,8 @@ func (w *renderer) unknown(what string) {
 	w.ws("<unknown:", what, ">")
 }
 
+// stmt renders one statement. A flat dispatch: a case of a few lines
+// renders in place, a longer one has its method.
 func (w *renderer) stmt(e *jsonValue) {
 	k, v, ok := e.single()
 	if !ok {
@@ -75,39 +77,16 @@ func (w *renderer) stmt(e *jsonValue) {
 	}
 	switch k {
 	case "match":
-		left := v.get("left")
-		ctx := ctxOfExpr(left)
-		w.expr(left, exprCtx{hex: ctx.hex})
-		right := v.get("right")
-		switch op := v.fieldStr("op"); op {
-		case "in", "":
-		case "==":
-			// nft prints "==" after a binop and for a single bitmask value
-			if isBinop(left) || bitmaskKey(left) && isScalar(right) {
-				w.ws(" ==")
-			}
-		default:
-			w.ws(" ", op)
-		}
-		w.ws(" ")
-		w.expr(right, ctx)
+		w.match(v)
 	case "counter":
-		switch {
-		case v.isStr():
-			w.ws(`counter name "`, v.str, `"`)
-		default:
-			w.ws("counter")
-			if p := v.fieldStr("packets"); p != "" {
-				w.ws(" packets ", p, " bytes ", v.fieldStr("bytes"))
-			}
-		}
+		w.counter(v)
 	case "mangle":
 		key := v.get("key")
 		ctx := ctxOfExpr(key)
 		w.expr(key, exprCtx{})
 		w.ws(" set ")
 		w.expr(v.get("value"), ctx)
-	case "accept", "drop", "continue", "return":
+	case "accept", "drop", "continue", "return", "notrack", "synproxy", "last":
 		w.ws(k)
 	case "jump", "goto":
 		w.ws(k, " ", v.fieldStr("target"))
@@ -127,66 +106,17 @@ func (w *renderer) stmt(e *jsonValue) {
 		w.ws(" vmap ")
 		w.expr(v.get("data"), exprCtx{})
 	case "set", "map":
-		op := v.fieldStr("op")
-		if op == "" {
-			w.expr(e, exprCtx{})
-			return
-		}
-		w.ws(op, " ", v.fieldStr(k), " { ")
-		w.expr(v.get("elem"), exprCtx{})
-		if k == "map" {
-			w.ws(" : ")
-			w.expr(v.get("data"), exprCtx{})
-		}
-		if stmts := v.get("stmt"); stmts.isArr() {
-			stmts.items(func(_ int, st *jsonValue) bool {
-				w.ws(" ")
-				w.stmt(st)
-				return true
-			})
-		}
-		w.ws(" }")
+		w.setUpdate(k, v, e)
 	case "xt":
 		w.ws("xt ", v.fieldStr("type"), " ", v.fieldStr("name"))
 	case "log":
-		w.ws("log")
-		if s := v.fieldStr("prefix"); s != "" {
-			w.ws(` prefix "`, s, `"`)
-		}
-		for _, f := range []string{"group", "snaplen", "queue-threshold", "level"} {
-			if s := v.fieldStr(f); s != "" {
-				w.ws(" ", f, " ", s)
-			}
-		}
-		if fl := v.get("flags").strs(); len(fl) > 0 {
-			w.ws(" flags ", strings.Join(fl, ","))
-		}
+		w.log(v)
 	case "limit":
 		w.limit(v)
 	case "quota":
-		if v.isStr() {
-			w.ws(`quota name "`, v.str, `"`)
-			return
-		}
-		w.ws("quota ")
-		if v.get("inv").isTrue() {
-			w.ws("over ")
-		}
-		w.ws(v.fieldStr("val"), " ", orDefault(v.fieldStr("val_unit"), "bytes"))
-		if u := v.fieldStr("used"); u != "" && u != "0" {
-			w.ws(" used ", u, " ", orDefault(v.fieldStr("used_unit"), "bytes"))
-		}
-	case "notrack", "synproxy", "last":
-		w.ws(k)
+		w.quota(v)
 	case "queue":
-		w.ws("queue")
-		if fl := v.get("flags").strs(); len(fl) > 0 {
-			w.ws(" flags ", strings.Join(fl, ","))
-		}
-		if n := v.get("num"); n != nil {
-			w.ws(" to ")
-			w.expr(n, exprCtx{})
-		}
+		w.queue(v)
 	case "ct helper", "ct timeout", "ct expectation":
 		w.ws(k, ` set "`, v.scalar(), `"`)
 	case "ct count":
@@ -196,25 +126,14 @@ func (w *renderer) stmt(e *jsonValue) {
 		}
 		w.ws(v.fieldStr("val"))
 	case "dup":
-		w.ws("dup to ")
-		w.expr(v.get("addr"), exprCtx{})
-		if d := v.get("dev"); d != nil {
-			w.ws(" device ")
-			w.expr(d, exprCtx{quote: true})
-		}
+		w.dup(v)
 	case "fwd":
 		w.ws("fwd to ")
 		w.expr(v.get("dev"), exprCtx{quote: true})
 	case "flow":
 		w.ws("flow ", orDefault(v.fieldStr("op"), "add"), " ", v.fieldStr("flowtable"))
 	case "meter":
-		w.ws("meter ", v.fieldStr("name"), " { ")
-		w.expr(v.get("key"), exprCtx{})
-		if st := v.get("stmt"); st != nil {
-			w.ws(" ")
-			w.stmt(st)
-		}
-		w.ws(" }")
+		w.meter(v)
 	case "tproxy":
 		w.ws("tproxy")
 		if f := v.fieldStr("family"); f != "" {
@@ -227,6 +146,128 @@ func (w *renderer) stmt(e *jsonValue) {
 	default:
 		w.unknown(k)
 	}
+}
+
+// match renders `LEFT [OP] RIGHT`, the right side printed as the left
+// side's type prints (a mark in hex, an interface name quoted).
+func (w *renderer) match(v *jsonValue) {
+	left := v.get("left")
+	ctx := ctxOfExpr(left)
+	w.expr(left, exprCtx{hex: ctx.hex})
+	right := v.get("right")
+	switch op := v.fieldStr("op"); op {
+	case "in", "":
+	case "==":
+		// nft prints "==" after a binop and for a single bitmask value
+		if isBinop(left) || bitmaskKey(left) && isScalar(right) {
+			w.ws(" ==")
+		}
+	default:
+		w.ws(" ", op)
+	}
+	w.ws(" ")
+	w.expr(right, ctx)
+}
+
+// counter renders a named counter or an anonymous one with its counts.
+func (w *renderer) counter(v *jsonValue) {
+	if v.isStr() {
+		w.ws(`counter name "`, v.str, `"`)
+		return
+	}
+	w.ws("counter")
+	if p := v.fieldStr("packets"); p != "" {
+		w.ws(" packets ", p, " bytes ", v.fieldStr("bytes"))
+	}
+}
+
+// setUpdate renders `add|update @SET { ELEM [: DATA] [STMTS] }`; without
+// an op, e is a set or map expression.
+func (w *renderer) setUpdate(k string, v, e *jsonValue) {
+	op := v.fieldStr("op")
+	if op == "" {
+		w.expr(e, exprCtx{})
+		return
+	}
+	w.ws(op, " ", v.fieldStr(k), " { ")
+	w.expr(v.get("elem"), exprCtx{})
+	if k == "map" {
+		w.ws(" : ")
+		w.expr(v.get("data"), exprCtx{})
+	}
+	if stmts := v.get("stmt"); stmts.isArr() {
+		stmts.items(func(_ int, st *jsonValue) bool {
+			w.ws(" ")
+			w.stmt(st)
+			return true
+		})
+	}
+	w.ws(" }")
+}
+
+// log renders `log [prefix "P"] [group N …] [flags F]`.
+func (w *renderer) log(v *jsonValue) {
+	w.ws("log")
+	if s := v.fieldStr("prefix"); s != "" {
+		w.ws(` prefix "`, s, `"`)
+	}
+	for _, f := range []string{"group", "snaplen", "queue-threshold", "level"} {
+		if s := v.fieldStr(f); s != "" {
+			w.ws(" ", f, " ", s)
+		}
+	}
+	if fl := v.get("flags").strs(); len(fl) > 0 {
+		w.ws(" flags ", strings.Join(fl, ","))
+	}
+}
+
+// quota renders a named quota or `quota [over] N UNIT [used N UNIT]`.
+func (w *renderer) quota(v *jsonValue) {
+	if v.isStr() {
+		w.ws(`quota name "`, v.str, `"`)
+		return
+	}
+	w.ws("quota ")
+	if v.get("inv").isTrue() {
+		w.ws("over ")
+	}
+	w.ws(v.fieldStr("val"), " ", orDefault(v.fieldStr("val_unit"), "bytes"))
+	if u := v.fieldStr("used"); u != "" && u != "0" {
+		w.ws(" used ", u, " ", orDefault(v.fieldStr("used_unit"), "bytes"))
+	}
+}
+
+// queue renders `queue [flags F] [to N]`.
+func (w *renderer) queue(v *jsonValue) {
+	w.ws("queue")
+	if fl := v.get("flags").strs(); len(fl) > 0 {
+		w.ws(" flags ", strings.Join(fl, ","))
+	}
+	if n := v.get("num"); n != nil {
+		w.ws(" to ")
+		w.expr(n, exprCtx{})
+	}
+}
+
+// dup renders `dup to ADDR [device "DEV"]`.
+func (w *renderer) dup(v *jsonValue) {
+	w.ws("dup to ")
+	w.expr(v.get("addr"), exprCtx{})
+	if d := v.get("dev"); d != nil {
+		w.ws(" device ")
+		w.expr(d, exprCtx{quote: true})
+	}
+}
+
+// meter renders `meter NAME { KEY STMT }`.
+func (w *renderer) meter(v *jsonValue) {
+	w.ws("meter ", v.fieldStr("name"), " { ")
+	w.expr(v.get("key"), exprCtx{})
+	if st := v.get("stmt"); st != nil {
+		w.ws(" ")
+		w.stmt(st)
+	}
+	w.ws(" }")
 }
 
 func orDefault(s, def string) string {
@@ -356,6 +397,7 @@ func ctxOfExpr(e *jsonValue) exprCtx {
 	return exprCtx{}
 }
 
+// expr renders one expression, printed as ctx says.
 func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 	w.depth++
 	defer func() { w.depth-- }()
@@ -363,36 +405,7 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		w.unknown("too-deep")
 		return
 	}
-	if e == nil {
-		return
-	}
-	switch e.kind {
-	case 'z':
-		return
-	case 's':
-		if ctx.quote && !strings.HasPrefix(e.str, "@") {
-			w.ws(`"`, e.str, `"`)
-		} else {
-			w.ws(e.str)
-		}
-		return
-	case '#':
-		if ctx.hex {
-			if n, err := strconv.ParseUint(e.str, 10, 32); err == nil {
-				w.buf = fmt.Appendf(w.buf, "0x%08x", n)
-				return
-			}
-		}
-		w.ws(e.str)
-		return
-	case 't':
-		w.ws("exists")
-		return
-	case 'f':
-		w.ws("missing")
-		return
-	case 'a':
-		w.setLiteral(e, ctx)
+	if e == nil || w.literal(e, ctx) {
 		return
 	}
 	k, v, ok := e.single()
@@ -400,6 +413,54 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		w.unknown("expression")
 		return
 	}
+	if w.selector(k, v) || w.compound(k, v, ctx) {
+		return
+	}
+	switch k {
+	case "accept", "drop", "continue", "return":
+		w.ws(k)
+	case "jump", "goto":
+		w.ws(k, " ", v.fieldStr("target"))
+	default:
+		w.unknown(k)
+	}
+}
+
+// literal renders e when it is no object: a string, a number, a boolean
+// (exists, missing), an anonymous set; false for an object.
+func (w *renderer) literal(e *jsonValue, ctx exprCtx) bool {
+	switch e.kind {
+	case 'z':
+	case 's':
+		if ctx.quote && !strings.HasPrefix(e.str, "@") {
+			w.ws(`"`, e.str, `"`)
+		} else {
+			w.ws(e.str)
+		}
+	case '#':
+		if ctx.hex {
+			if n, err := strconv.ParseUint(e.str, 10, 32); err == nil {
+				w.buf = fmt.Appendf(w.buf, "0x%08x", n)
+				return true
+			}
+		}
+		w.ws(e.str)
+	case 't':
+		w.ws("exists")
+	case 'f':
+		w.ws("missing")
+	case 'a':
+		w.setLiteral(e, ctx)
+	default:
+		return false
+	}
+	return true
+}
+
+// selector renders an expression that reads a packet, connection or
+// route field (payload, meta, ct, fib, hashes, …); false for another kind.
+// A flat dispatch, each case one field's spelling.
+func (w *renderer) selector(k string, v *jsonValue) bool {
 	switch k {
 	case "payload":
 		if p := v.fieldStr("protocol"); p != "" {
@@ -414,9 +475,9 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		} else {
 			w.ws("meta ", key)
 		}
-	case "ct":
-		w.ws("ct ")
-		if d := v.fieldStr("dir"); d != "" {
+	case "ct", "rt":
+		w.ws(k, " ")
+		if d := v.fieldStr("dir"); d != "" && k == "ct" {
 			w.ws(d, " ")
 		}
 		if f := v.fieldStr("family"); f != "" {
@@ -425,34 +486,8 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		w.ws(v.fieldStr("key"))
 	case "fib":
 		w.ws("fib ", strings.Join(v.get("flags").strs(), " . "), " ", v.fieldStr("result"))
-	case "numgen":
-		w.ws("numgen ", v.fieldStr("mode"), " mod ", v.fieldStr("mod"))
-		if o := v.fieldStr("offset"); o != "" && o != "0" {
-			w.ws(" offset ", o)
-		}
-	case "jhash":
-		w.ws("jhash ")
-		w.expr(v.get("expr"), exprCtx{})
-		w.ws(" mod ", v.fieldStr("mod"))
-		if s := v.fieldStr("seed"); s != "" {
-			if n, err := strconv.ParseUint(s, 10, 32); err == nil {
-				w.buf = fmt.Appendf(w.buf, " seed 0x%x", n)
-			}
-		}
-		if o := v.fieldStr("offset"); o != "" && o != "0" {
-			w.ws(" offset ", o)
-		}
-	case "symhash":
-		w.ws("symhash mod ", v.fieldStr("mod"))
-		if o := v.fieldStr("offset"); o != "" && o != "0" {
-			w.ws(" offset ", o)
-		}
-	case "rt":
-		w.ws("rt ")
-		if f := v.fieldStr("family"); f != "" {
-			w.ws(f, " ")
-		}
-		w.ws(v.fieldStr("key"))
+	case "numgen", "jhash", "symhash":
+		w.hash(k, v)
 	case "socket", "osf":
 		w.ws(k, " ", v.fieldStr("key"))
 	case "ipsec":
@@ -466,6 +501,40 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		if f := v.fieldStr("field"); f != "" {
 			w.ws(" ", f)
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// hash renders `numgen MODE mod N`, `jhash EXPR mod N [seed S]` and
+// `symhash mod N`, each with its offset when not 0.
+func (w *renderer) hash(k string, v *jsonValue) {
+	switch k {
+	case "numgen":
+		w.ws("numgen ", v.fieldStr("mode"), " mod ", v.fieldStr("mod"))
+	case "jhash":
+		w.ws("jhash ")
+		w.expr(v.get("expr"), exprCtx{})
+		w.ws(" mod ", v.fieldStr("mod"))
+		if s := v.fieldStr("seed"); s != "" {
+			if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+				w.buf = fmt.Appendf(w.buf, " seed 0x%x", n)
+			}
+		}
+	case "symhash":
+		w.ws("symhash mod ", v.fieldStr("mod"))
+	}
+	if o := v.fieldStr("offset"); o != "" && o != "0" {
+		w.ws(" offset ", o)
+	}
+}
+
+// compound renders an expression made of others (prefix, range, set,
+// concatenation, map lookup, set element, binary operation); false for
+// another kind.
+func (w *renderer) compound(k string, v *jsonValue, ctx exprCtx) bool {
+	switch k {
 	case "prefix":
 		w.expr(v.get("addr"), ctx)
 		w.ws("/", v.fieldStr("len"))
@@ -499,40 +568,49 @@ func (w *renderer) expr(e *jsonValue, ctx exprCtx) {
 		w.ws(" map ")
 		w.expr(v.get("data"), exprCtx{})
 	case "elem":
-		w.expr(v.get("val"), ctx)
-		if t := v.fieldStr("timeout"); t != "" {
-			w.ws(" timeout ", formatSeconds(t))
-		}
-		if t := v.fieldStr("expires"); t != "" {
-			w.ws(" expires ", formatSeconds(t))
-		}
-		if c := v.fieldStr("comment"); c != "" {
-			w.ws(` comment "`, c, `"`)
-		}
+		w.elem(v, ctx)
 	case "&", "|", "^", "<<", ">>":
-		if !v.isArr() {
-			break
-		}
-		v.items(func(i int, op *jsonValue) bool {
-			if i > 0 {
-				w.ws(" ", k, " ")
-			}
-			if isBinop(op) {
-				w.ws("(")
-				w.expr(op, ctx)
-				w.ws(")")
-			} else {
-				w.expr(op, ctx)
-			}
-			return true
-		})
-	case "accept", "drop", "continue", "return":
-		w.ws(k)
-	case "jump", "goto":
-		w.ws(k, " ", v.fieldStr("target"))
+		w.binop(k, v, ctx)
 	default:
-		w.unknown(k)
+		return false
 	}
+	return true
+}
+
+// elem renders a set element with its options: `VAL [timeout T]
+// [expires T] [comment "C"]`.
+func (w *renderer) elem(v *jsonValue, ctx exprCtx) {
+	w.expr(v.get("val"), ctx)
+	if t := v.fieldStr("timeout"); t != "" {
+		w.ws(" timeout ", formatSeconds(t))
+	}
+	if t := v.fieldStr("expires"); t != "" {
+		w.ws(" expires ", formatSeconds(t))
+	}
+	if c := v.fieldStr("comment"); c != "" {
+		w.ws(` comment "`, c, `"`)
+	}
+}
+
+// binop renders `A OP B …`, an operand that is itself a binary operation
+// in parentheses.
+func (w *renderer) binop(k string, v *jsonValue, ctx exprCtx) {
+	if !v.isArr() {
+		return
+	}
+	v.items(func(i int, op *jsonValue) bool {
+		if i > 0 {
+			w.ws(" ", k, " ")
+		}
+		if isBinop(op) {
+			w.ws("(")
+			w.expr(op, ctx)
+			w.ws(")")
+		} else {
+			w.expr(op, ctx)
+		}
+		return true
+	})
 }
 
 // bitmaskKey reports whether e is a key of a bitmask type (nft prints an
