@@ -48,86 +48,29 @@ func moduleAlwaysMatches(m string) bool {
 	return false
 }
 
-// iptOption evaluates one match option.
+// iptOption evaluates one match option: by its module, and as not
+// understood (so both ways) where the module or option is not one this
+// reads. Each reader's ok is false for an option it does not know.
 func (w *walk) iptOption(t *thread, module string, o ruleargs.Option) cond {
 	arg := o.Arg()
 	switch module {
 	case "":
-		switch o.Name {
-		case "-p":
-			return not(w.protoIs(t, arg), o.Not)
-		case "-s":
-			return not(addrCond(t.src.Addr(), arg), o.Not)
-		case "-d":
-			return not(addrCond(t.dst.Addr(), arg), o.Not)
-		case "-i":
-			if !t.iifKnown {
-				return not(inIface(strings.TrimSuffix(arg, "+")+wildcard(arg)), o.Not)
-			}
-			return not(truth(ifaceMatches(t.iif, arg)), o.Not)
-		case "-o":
-			if w.pkt.OutIface == "" {
-				return not(outIface(strings.TrimSuffix(arg, "+")+wildcard(arg)), o.Not)
-			}
-			return not(truth(ifaceMatches(w.pkt.OutIface, arg)), o.Not)
-		case "-f":
-			return not(no, o.Not) // a connection's first packet is no later fragment
+		if c, ok := w.plainOption(t, o); ok {
+			return c
 		}
 	case "tcp", "udp", "sctp", "udplite", "dccp":
 		if !strings.EqualFold(w.pkt.Protocol, module) {
 			return no
 		}
-		switch o.Name {
-		case "--dport", "--destination-port":
-			return not(portCond(t.dst.Port(), arg), o.Not)
-		case "--sport", "--source-port":
-			return not(portCond(t.src.Port(), arg), o.Not)
-		case "--syn":
-			return not(yes, o.Not) // a new connection's first packet is a SYN
-		case "--tcp-flags":
-			if len(o.Args) == 2 {
-				mask, ok1 := tcpFlags(o.Args[0])
-				comp, ok2 := tcpFlags(o.Args[1])
-				if ok1 && ok2 {
-					return not(truth(tcpSYN&mask == comp), o.Not)
-				}
-			}
+		if c, ok := portOption(t, o); ok {
+			return c
 		}
 	case "multiport":
-		ports := strings.Split(arg, ",")
-		anyOf := func(port uint16) cond {
-			for _, p := range ports {
-				if m, ok := portInRange(port, p); !ok {
-					return unknown("multiport %s", arg)
-				} else if m {
-					return yes
-				}
-			}
-			return no
-		}
-		switch o.Name {
-		case "--dports", "--destination-ports":
-			return not(anyOf(t.dst.Port()), o.Not)
-		case "--sports", "--source-ports":
-			return not(anyOf(t.src.Port()), o.Not)
-		case "--ports":
-			c := anyOf(t.dst.Port())
-			if c.kind == condFalse {
-				c = anyOf(t.src.Port())
-			}
-			return not(c, o.Not)
+		if c, ok := multiportOption(t, o); ok {
+			return c
 		}
 	case "addrtype":
-		var a netip.Addr
-		switch o.Name {
-		case "--src-type":
-			a = t.src.Addr()
-		case "--dst-type":
-			a = t.dst.Addr()
-		default:
-			return unknown("-m addrtype %s", o.Name)
-		}
-		return not(w.addrTypeCond(a, arg), o.Not)
+		return w.addrtypeOption(t, o)
 	case "comment", "nfacct":
 		return yes
 	case "mark":
@@ -139,41 +82,12 @@ func (w *walk) iptOption(t *thread, module string, o ruleargs.Option) cond {
 			return not(markCond(t.ctmark, arg), o.Not)
 		}
 	case "conntrack", "state":
-		switch o.Name {
-		case "--ctstate", "--state":
-			return not(w.ctStateCond(t, arg), o.Not)
-		case "--ctstatus":
-			return not(ctStatusCond(t, arg), o.Not)
-		case "--ctdir":
-			return not(truth(strings.EqualFold(arg, "ORIGINAL")), o.Not)
-		case "--ctorigdst":
-			return not(addrCond(t.origDst.Addr(), arg), o.Not)
-		case "--ctorigsrc":
-			return not(addrCond(t.origSrc.Addr(), arg), o.Not)
-		case "--ctorigdstport":
-			return not(portCond(t.origDst.Port(), arg), o.Not)
-		case "--ctproto":
-			return not(w.protoIs(t, arg), o.Not)
+		if c, ok := w.conntrackOption(t, o); ok {
+			return c
 		}
 	case "statistic":
-		switch o.Name {
-		case "--mode":
-			return yes // read with its other options
-		case "--probability":
-			f, err := strconv.ParseFloat(arg, 64)
-			if err != nil {
-				return unknown("statistic --probability %s", arg)
-			}
-			return not(cond{kind: condRandom, p: statisticProb(f)}, o.Not)
-		case "--every":
-			n, err := strconv.ParseUint(arg, 10, 32)
-			if err != nil || n == 0 {
-				return unknown("statistic --every %s", arg)
-			}
-			// Every n-th packet of the rule: over many connections, 1 in n.
-			return not(cond{kind: condRandom, p: Fraction(1, n)}, o.Not)
-		case "--packet":
-			return yes
+		if c, ok := statisticOption(o); ok {
+			return c
 		}
 	case "iprange":
 		switch o.Name {
@@ -188,6 +102,148 @@ func (w *walk) iptOption(t *thread, module string, o ruleargs.Option) cond {
 		}
 	}
 	return not(unknown("-m %s %s %s", module, o.Name, strings.Join(o.Args, " ")), o.Not)
+}
+
+// plainOption is an option of no module: -p, -s, -d, -i, -o, -f.
+func (w *walk) plainOption(t *thread, o ruleargs.Option) (cond, bool) {
+	arg := o.Arg()
+	switch o.Name {
+	case "-p":
+		return not(w.protoIs(t, arg), o.Not), true
+	case "-s":
+		return not(addrCond(t.src.Addr(), arg), o.Not), true
+	case "-d":
+		return not(addrCond(t.dst.Addr(), arg), o.Not), true
+	case "-i":
+		if !t.iifKnown {
+			return not(inIface(strings.TrimSuffix(arg, "+")+wildcard(arg)), o.Not), true
+		}
+		return not(truth(ifaceMatches(t.iif, arg)), o.Not), true
+	case "-o":
+		if w.pkt.OutIface == "" {
+			return not(outIface(strings.TrimSuffix(arg, "+")+wildcard(arg)), o.Not), true
+		}
+		return not(truth(ifaceMatches(w.pkt.OutIface, arg)), o.Not), true
+	case "-f":
+		return not(no, o.Not), true // a connection's first packet is no later fragment
+	}
+	return cond{}, false
+}
+
+// portOption is an option of -m tcp, udp, sctp, udplite or dccp, of a
+// packet of that protocol.
+func portOption(t *thread, o ruleargs.Option) (cond, bool) {
+	arg := o.Arg()
+	switch o.Name {
+	case "--dport", "--destination-port":
+		return not(portCond(t.dst.Port(), arg), o.Not), true
+	case "--sport", "--source-port":
+		return not(portCond(t.src.Port(), arg), o.Not), true
+	case "--syn":
+		return not(yes, o.Not), true // a new connection's first packet is a SYN
+	case "--tcp-flags":
+		if len(o.Args) == 2 {
+			mask, ok1 := tcpFlags(o.Args[0])
+			comp, ok2 := tcpFlags(o.Args[1])
+			if ok1 && ok2 {
+				return not(truth(tcpSYN&mask == comp), o.Not), true
+			}
+		}
+	}
+	return cond{}, false
+}
+
+// multiportOption is an option of -m multiport: a list of ports and
+// port ranges.
+func multiportOption(t *thread, o ruleargs.Option) (cond, bool) {
+	arg := o.Arg()
+	ports := strings.Split(arg, ",")
+	anyOf := func(port uint16) cond {
+		for _, p := range ports {
+			if m, ok := portInRange(port, p); !ok {
+				return unknown("multiport %s", arg)
+			} else if m {
+				return yes
+			}
+		}
+		return no
+	}
+	switch o.Name {
+	case "--dports", "--destination-ports":
+		return not(anyOf(t.dst.Port()), o.Not), true
+	case "--sports", "--source-ports":
+		return not(anyOf(t.src.Port()), o.Not), true
+	case "--ports":
+		c := anyOf(t.dst.Port())
+		if c.kind == condFalse {
+			c = anyOf(t.src.Port())
+		}
+		return not(c, o.Not), true
+	}
+	return cond{}, false
+}
+
+// addrtypeOption is an option of -m addrtype.
+func (w *walk) addrtypeOption(t *thread, o ruleargs.Option) cond {
+	var a netip.Addr
+	switch o.Name {
+	case "--src-type":
+		a = t.src.Addr()
+	case "--dst-type":
+		a = t.dst.Addr()
+	default:
+		return unknown("-m addrtype %s", o.Name)
+	}
+	return not(w.addrTypeCond(a, o.Arg()), o.Not)
+}
+
+// conntrackOption is an option of -m conntrack or -m state, of a new
+// connection's first packet.
+func (w *walk) conntrackOption(t *thread, o ruleargs.Option) (cond, bool) {
+	arg := o.Arg()
+	switch o.Name {
+	case "--ctstate", "--state":
+		return not(w.ctStateCond(t, arg), o.Not), true
+	case "--ctstatus":
+		return not(ctStatusCond(t, arg), o.Not), true
+	case "--ctdir":
+		return not(truth(strings.EqualFold(arg, "ORIGINAL")), o.Not), true
+	case "--ctorigdst":
+		return not(addrCond(t.origDst.Addr(), arg), o.Not), true
+	case "--ctorigsrc":
+		return not(addrCond(t.origSrc.Addr(), arg), o.Not), true
+	case "--ctorigdstport":
+		return not(portCond(t.origDst.Port(), arg), o.Not), true
+	case "--ctproto":
+		return not(w.protoIs(t, arg), o.Not), true
+	}
+	return cond{}, false
+}
+
+// statisticOption is an option of -m statistic: a random match with its
+// exact probability.
+func statisticOption(o ruleargs.Option) (cond, bool) {
+	arg := o.Arg()
+	switch o.Name {
+	case "--mode":
+		return yes, true // read with its other options
+	case "--probability":
+		f, err := strconv.ParseFloat(arg, 64)
+		if err != nil {
+			return unknown("statistic --probability %s", arg), true
+		}
+		return not(cond{kind: condRandom, p: statisticProb(f)}, o.Not), true
+	case "--every":
+		n, err := strconv.ParseUint(arg, 10, 32)
+		if err != nil || n == 0 {
+			return unknown("statistic --every %s", arg), true
+		}
+		// Every n-th packet of the rule: over many connections, 1 in n.
+		return not(cond{kind: condRandom, p: Fraction(1, n)}, o.Not), true
+	case "--packet":
+		return yes, true
+	}
+	return cond{}, false
 }
 
 // wildcard is nft's spelling of iptables' '+' at the end of an interface.
