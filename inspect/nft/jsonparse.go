@@ -226,9 +226,10 @@ type openValue struct {
 // value parses the value at p.i onto the tape. It is one loop over
 // locals, with the open containers on a stack of its own: the recursive
 // descent it replaced spent a third of its time loading and storing the
-// parser's fields and calling itself. What it accepts and the errors it
-// gives (message and offset) are the recursive descent's, kept in
-// jsonref_test.go to be compared with.
+// parser's fields and calling itself. (Its helpers are small enough to be
+// inlined, or are the scanners of a whole string or number.) What it
+// accepts and the errors it gives (message and offset) are the recursive
+// descent's, kept in jsonref_test.go to be compared with.
 func (p *jsonParser) value() {
 	s, i, tape := p.s, p.i, p.tape
 	stack := p.stack[:0]
@@ -242,8 +243,7 @@ func (p *jsonParser) value() {
 	}()
 	for {
 		// a value, named key, at i
-		i = skipSpace(s, i)
-		if i >= len(s) {
+		if i = skipSpace(s, i); i >= len(s) {
 			what = "unexpected end"
 			return
 		}
@@ -253,25 +253,23 @@ func (p *jsonParser) value() {
 				what = "nesting too deep"
 				return
 			}
-			obj, closer, kind := c == '{', byte(']'), byte('a')
+			obj, kind := c == '{', byte('a')
 			if obj {
-				closer, kind = '}', 'o'
+				kind = 'o'
 			}
 			stack = append(stack, openValue{at: len(tape), obj: obj})
 			tape = append(tape, jsonValue{kind: kind, key: key})
-			i++
-			i = skipSpace(s, i)
-			if i < len(s) && s[i] == closer {
+			if i = skipSpace(s, i+1); i < len(s) && s[i] == c+2 { // c+2: ']' or '}'
 				i++
 				tape[len(tape)-1].span = 1
 				stack = stack[:len(stack)-1]
 				break // an empty container: a value read
 			}
-			key = ""
-			if obj {
-				if key, i, what = memberName(s, i); what != "" {
-					return
-				}
+			if key = ""; obj {
+				key, i, what = memberName(s, i)
+			}
+			if what != "" {
+				return
 			}
 			continue
 		case c == '"':
@@ -281,26 +279,17 @@ func (p *jsonParser) value() {
 			}
 			tape = append(tape, jsonValue{kind: 's', span: 1, key: key, str: str})
 		case c == 't' || c == 'f' || c == 'n':
-			word, kind := "null", byte('z')
-			if c == 't' {
-				word, kind = "true", 't'
-			} else if c == 'f' {
-				word, kind = "false", 'f'
-			}
-			if !strings.HasPrefix(s[i:], word) {
-				what = "bad literal"
+			var kind byte
+			if kind, i, what = jsonLiteral(s, i); what != "" {
 				return
 			}
-			i += len(word)
 			tape = append(tape, jsonValue{kind: kind, span: 1, key: key})
 		case c == '-' || c >= '0' && c <= '9':
-			j, bad := jsonNumber(s, i)
-			if bad != "" {
-				i, what = j, bad
+			from := i
+			if i, what = jsonNumber(s, i); what != "" {
 				return
 			}
-			tape = append(tape, jsonValue{kind: '#', span: 1, key: key, str: s[i:j]})
-			i = j
+			tape = append(tape, jsonValue{kind: '#', span: 1, key: key, str: s[from:i]})
 		default:
 			what = "unexpected character"
 			return
@@ -313,25 +302,19 @@ func (p *jsonParser) value() {
 			}
 			top := &stack[len(stack)-1]
 			top.n++
-			i = skipSpace(s, i)
-			if i >= len(s) {
+			if i = skipSpace(s, i); i >= len(s) {
 				what = "unexpected end"
 				return
 			}
-			closer := byte(']')
-			if top.obj {
-				closer = '}'
-			}
-			if c := s[i]; c == ',' {
-				i++
-				key = ""
-				if top.obj {
-					if key, i, what = memberName(s, i); what != "" {
-						return
-					}
+			if s[i] == ',' {
+				if i, key = i+1, ""; top.obj {
+					key, i, what = memberName(s, i)
+				}
+				if what != "" {
+					return
 				}
 				break
-			} else if c != closer {
+			} else if s[i] != closerOf(top.obj) {
 				what = "expected ',' or a closing bracket"
 				return
 			}
@@ -345,6 +328,29 @@ func (p *jsonParser) value() {
 			stack = stack[:len(stack)-1]
 		}
 	}
+}
+
+// closerOf is the byte that closes an object or an array.
+func closerOf(obj bool) byte {
+	if obj {
+		return '}'
+	}
+	return ']'
+}
+
+// jsonLiteral reads true, false or null at s[i]: its kind and the offset
+// after it, or why it is none of them (at i).
+func jsonLiteral(s string, i int) (kind byte, next int, what string) {
+	word, kind := "null", byte('z')
+	if s[i] == 't' {
+		word, kind = "true", 't'
+	} else if s[i] == 'f' {
+		word, kind = "false", 'f'
+	}
+	if !strings.HasPrefix(s[i:], word) {
+		return 0, i, "bad literal"
+	}
+	return kind, i + len(word), ""
 }
 
 // memberName reads `"name":` at s[i] (after white space) and returns the
