@@ -766,75 +766,15 @@ func (p *stmtParser) primary() (*Expr, bool) {
 		p.i++
 		return &Expr{Kind: ExprSelector, Name: "meta " + t}, true
 	case "ct":
-		key := p.tok(p.i + 1)
-		if key == "" {
-			return nil, false
-		}
-		p.i += 2
-		switch key {
-		case "original", "reply": // ct original saddr, ct original ip saddr
-			sub := p.next()
-			if sub == "ip" || sub == "ip6" {
-				sub = p.next()
-			}
-			key += " " + sub
-		}
-		return &Expr{Kind: ExprSelector, Name: "ct " + key}, true
+		return p.ctSelector()
 	case "fib":
-		// fib daddr [. iif|. oif|. mark] type|oif|oifname
-		j := p.i + 1
-		var parts []string
-		for {
-			w := p.tok(j)
-			if w != "saddr" && w != "daddr" && w != "iif" && w != "oif" && w != "mark" {
-				break
-			}
-			parts = append(parts, w)
-			j++
-			if p.tok(j) != "." {
-				break
-			}
-			j++
-		}
-		result := p.tok(j)
-		if len(parts) == 0 || result != "type" && result != "oif" && result != "oifname" {
-			return nil, false
-		}
-		p.i = j + 1
-		return &Expr{Kind: ExprSelector, Name: "fib " + strings.Join(parts, " . ") + " " + result}, true
+		return p.fib()
 	case "numgen":
-		mode := p.tok(p.i + 1)
-		if p.tok(p.i+2) != "mod" {
-			return nil, false
-		}
-		mod, err := strconv.ParseUint(p.tok(p.i+3), 10, 32)
-		if err != nil || mod == 0 {
-			return nil, false
-		}
-		p.i += 4
-		e := &Expr{Kind: ExprNumgen, Name: mode, Mod: mod}
-		if p.peek() == "offset" {
-			off, err := strconv.ParseUint(p.tok(p.i+1), 10, 32)
-			if err != nil {
-				return nil, false
-			}
-			e.Offset = off
-			p.i += 2
-		}
-		return e, true
+		return p.numgen()
 	case "{":
 		return p.set()
 	case "(":
-		// (fin|syn|rst|ack): a flag expression, kept as one literal
-		p.i++
-		var b strings.Builder
-		for p.i < len(p.toks) && p.peek() != ")" {
-			b.WriteString(p.next())
-		}
-		if p.next() != ")" {
-			return nil, false
-		}
-		return &Expr{Kind: ExprLiteral, Name: b.String()}, true
+		return p.flagList()
 	case "", "}", ",", ")":
 		return nil, false
 	}
@@ -847,6 +787,85 @@ func (p *stmtParser) primary() (*Expr, bool) {
 	}
 	p.i++
 	return &Expr{Kind: ExprLiteral, Name: unquote(t)}, true
+}
+
+// ctSelector reads `ct KEY` at p.i, `ct original|reply [ip|ip6] KEY` too.
+func (p *stmtParser) ctSelector() (*Expr, bool) {
+	key := p.tok(p.i + 1)
+	if key == "" {
+		return nil, false
+	}
+	p.i += 2
+	switch key {
+	case "original", "reply": // ct original saddr, ct original ip saddr
+		sub := p.next()
+		if sub == "ip" || sub == "ip6" {
+			sub = p.next()
+		}
+		key += " " + sub
+	}
+	return &Expr{Kind: ExprSelector, Name: "ct " + key}, true
+}
+
+// fib reads `fib daddr [. iif|. oif|. mark] type|oif|oifname` at p.i.
+func (p *stmtParser) fib() (*Expr, bool) {
+	j := p.i + 1
+	var parts []string
+	for {
+		w := p.tok(j)
+		if w != "saddr" && w != "daddr" && w != "iif" && w != "oif" && w != "mark" {
+			break
+		}
+		parts = append(parts, w)
+		j++
+		if p.tok(j) != "." {
+			break
+		}
+		j++
+	}
+	result := p.tok(j)
+	if len(parts) == 0 || result != "type" && result != "oif" && result != "oifname" {
+		return nil, false
+	}
+	p.i = j + 1
+	return &Expr{Kind: ExprSelector, Name: "fib " + strings.Join(parts, " . ") + " " + result}, true
+}
+
+// numgen reads `numgen MODE mod N [offset O]` at p.i.
+func (p *stmtParser) numgen() (*Expr, bool) {
+	mode := p.tok(p.i + 1)
+	if p.tok(p.i+2) != "mod" {
+		return nil, false
+	}
+	mod, err := strconv.ParseUint(p.tok(p.i+3), 10, 32)
+	if err != nil || mod == 0 {
+		return nil, false
+	}
+	p.i += 4
+	e := &Expr{Kind: ExprNumgen, Name: mode, Mod: mod}
+	if p.peek() == "offset" {
+		off, err := strconv.ParseUint(p.tok(p.i+1), 10, 32)
+		if err != nil {
+			return nil, false
+		}
+		e.Offset = off
+		p.i += 2
+	}
+	return e, true
+}
+
+// flagList reads `(fin|syn|rst|ack)` at p.i: a flag expression, kept as
+// one literal.
+func (p *stmtParser) flagList() (*Expr, bool) {
+	p.i++
+	var b strings.Builder
+	for p.i < len(p.toks) && p.peek() != ")" {
+		b.WriteString(p.next())
+	}
+	if p.next() != ")" {
+		return nil, false
+	}
+	return &Expr{Kind: ExprLiteral, Name: b.String()}, true
 }
 
 // DescribeStatement is a short description of st for messages.
