@@ -237,75 +237,10 @@ func dumpSpecialElement(rest string) knftables.Object {
 
 // dumpTable loads one table's lines into a knftables.Fake and converts it.
 func (b *builder) dumpTable(g *dumpGroup) {
-	fake := knftables.NewFake(g.family, g.table)
-	var pending []dumpLine
-	flush := func() {
-		if len(pending) > 0 {
-			b.dumpParse(fake, g, pending)
-			pending = nil
-		}
-	}
-	special := func(l dumpLine) {
-		flush()
-		tx := fake.NewTransaction()
-		tx.Add(l.special)
-		if err := fake.Run(context.Background(), tx); err != nil {
-			b.warn("line %d: knftables rejected it: %v", l.n, err)
-		}
-	}
-	for _, phase := range g.lines[:dumpPhaseElement] {
-		for _, l := range phase {
-			if l.special == nil {
-				pending = append(pending, l)
-				continue
-			}
-			special(l)
-		}
-	}
-	flush()
-	// Fake looks an element up among all those of its set before adding
-	// it, which is quadratic: elements go in batches, and each batch is
-	// moved out of the Fake (and the set flushed) before the next one.
-	elems := dumpElemStore{}
-	touched := map[string]bool{}
-	harvest := func() {
-		flush()
-		if fake.Table == nil || len(touched) == 0 {
-			return
-		}
-		tx := fake.NewTransaction()
-		for name := range touched {
-			if s := fake.Table.Sets[name]; s != nil {
-				elems.add(name, s.Elements)
-				tx.Flush(&knftables.Set{Name: name})
-			} else if m := fake.Table.Maps[name]; m != nil {
-				elems.add(name, m.Elements)
-				tx.Flush(&knftables.Map{Name: name})
-			}
-		}
-		clear(touched)
-		if err := fake.Run(context.Background(), tx); err != nil {
-			b.warn("table %s %s: %v", g.family, g.table, err)
-		}
-	}
-	for i, l := range g.lines[dumpPhaseElement] {
-		_, rest := dumpWord(l.text) // add
-		_, rest = dumpWord(rest)    // element
-		_, rest = dumpWord(rest)    // family
-		_, rest = dumpWord(rest)    // table
-		name, _ := dumpWord(rest)
-		touched[name] = true
-		if l.special != nil {
-			special(l)
-		} else {
-			pending = append(pending, l)
-		}
-		if (i+1)%dumpElemBatch == 0 {
-			harvest()
-		}
-	}
-	harvest()
-	ft := fake.Table
+	ld := dumpLoader{b: b, g: g, fake: knftables.NewFake(g.family, g.table), elems: dumpElemStore{}, touched: map[string]bool{}}
+	ld.loadObjects()
+	ld.loadElements()
+	ft := ld.fake.Table
 	if ft == nil {
 		b.warn("table %s %s: its `add table` line was rejected", g.family, g.table)
 		return
@@ -313,6 +248,103 @@ func (b *builder) dumpTable(g *dumpGroup) {
 	t := b.table(g.family, g.table)
 	t.Comment = ft.Comment
 	t.Flags = ft.Flags
+	b.dumpChains(t, ft, g)
+	dumpSets(t, ft, g, ld.elems)
+}
+
+// dumpLoader feeds one table's lines to its knftables.Fake: the lines
+// Fake.ParseDump reads are gathered and parsed together, the others
+// (special) added one by one.
+type dumpLoader struct {
+	b       *builder
+	g       *dumpGroup
+	fake    *knftables.Fake
+	pending []dumpLine // for ParseDump
+	// the elements moved out of the Fake, and the sets and maps that
+	// have elements in it
+	elems   dumpElemStore
+	touched map[string]bool
+}
+
+// flush parses the pending lines.
+func (ld *dumpLoader) flush() {
+	if len(ld.pending) > 0 {
+		ld.b.dumpParse(ld.fake, ld.g, ld.pending)
+		ld.pending = nil
+	}
+}
+
+// add adds line l: pending, or at once (after those pending) when it is
+// one ParseDump cannot read.
+func (ld *dumpLoader) add(l dumpLine) {
+	if l.special == nil {
+		ld.pending = append(ld.pending, l)
+		return
+	}
+	ld.flush()
+	tx := ld.fake.NewTransaction()
+	tx.Add(l.special)
+	if err := ld.fake.Run(context.Background(), tx); err != nil {
+		ld.b.warn("line %d: knftables rejected it: %v", l.n, err)
+	}
+}
+
+// loadObjects adds the table, its chains, sets, maps and rules.
+func (ld *dumpLoader) loadObjects() {
+	for _, phase := range ld.g.lines[:dumpPhaseElement] {
+		for _, l := range phase {
+			ld.add(l)
+		}
+	}
+	ld.flush()
+}
+
+// loadElements adds the elements. Fake looks an element up among all
+// those of its set before adding it, which is quadratic: elements go in
+// batches, and each batch is moved out of the Fake (harvest) before the
+// next one.
+func (ld *dumpLoader) loadElements() {
+	for i, l := range ld.g.lines[dumpPhaseElement] {
+		_, rest := dumpWord(l.text) // add
+		_, rest = dumpWord(rest)    // element
+		_, rest = dumpWord(rest)    // family
+		_, rest = dumpWord(rest)    // table
+		name, _ := dumpWord(rest)
+		ld.touched[name] = true
+		ld.add(l)
+		if (i+1)%dumpElemBatch == 0 {
+			ld.harvest()
+		}
+	}
+	ld.harvest()
+}
+
+// harvest moves the elements of the sets and maps touched out of the
+// Fake, into ld.elems, and flushes them there.
+func (ld *dumpLoader) harvest() {
+	ld.flush()
+	if ld.fake.Table == nil || len(ld.touched) == 0 {
+		return
+	}
+	tx := ld.fake.NewTransaction()
+	for name := range ld.touched {
+		if s := ld.fake.Table.Sets[name]; s != nil {
+			ld.elems.add(name, s.Elements)
+			tx.Flush(&knftables.Set{Name: name})
+		} else if m := ld.fake.Table.Maps[name]; m != nil {
+			ld.elems.add(name, m.Elements)
+			tx.Flush(&knftables.Map{Name: name})
+		}
+	}
+	clear(ld.touched)
+	if err := ld.fake.Run(context.Background(), tx); err != nil {
+		ld.b.warn("table %s %s: %v", ld.g.family, ld.g.table, err)
+	}
+}
+
+// dumpChains adds the chains of ft to t with their rules: in the order
+// the dump listed them, then those it did not list (sorted).
+func (b *builder) dumpChains(t *inspect.NFTTable, ft *knftables.FakeTable, g *dumpGroup) {
 	names := g.chainOrder
 	for name := range ft.Chains {
 		if !g.seen["chain "+name] {
@@ -344,6 +376,11 @@ func (b *builder) dumpTable(g *dumpGroup) {
 			b.addRule(c, fr.Rule, fr.Comment, false, nil, line)
 		}
 	}
+}
+
+// dumpSets adds the sets and maps of ft to t with their elements, in the
+// order the dump listed them, then those it did not list (sorted).
+func dumpSets(t *inspect.NFTTable, ft *knftables.FakeTable, g *dumpGroup, elems dumpElemStore) {
 	setNames := g.setOrder
 	for name := range ft.Sets {
 		if !g.seen["set "+name] {
