@@ -15,95 +15,37 @@ import (
 // through nft) statement by statement: a match that fails ends the rule;
 // a random match, numgen and what is not modelled fork.
 func (w *walk) evalNFT(t *thread, ch chainRef, i int, stmts []nft.Statement) []branch {
-	var others []branch
-	var share *Prob
-	done := func(eff effect) []branch {
-		if eff.share == nil {
-			eff.share = share
-		}
-		return w.result(t, eff, others)
-	}
-	// match applies a condition; false when the rule ends for t.
-	match := func(c cond) bool {
-		ok, miss := w.decide(t, ch, i, c, &share)
-		if miss != nil {
-			others = append(others, branch{t: miss})
-		}
-		return ok
-	}
+	r := nftRuleWalk{w: w, t: t, ch: ch, i: i}
 	for k, st := range stmts {
 		switch st.Kind {
 		case nft.StmtMatch:
-			if !match(w.nftMatch(t, ch, st)) {
-				return done(effect{act: actNext})
+			if !r.match(w.nftMatch(t, ch, st)) {
+				return r.done(effect{act: actNext})
 			}
 		case nft.StmtVerdict:
-			return done(verdictEffect(st.Verdict, st.Target))
+			return r.done(verdictEffect(st.Verdict, st.Target))
 		case nft.StmtVmap:
-			if st.Left.Kind == nft.ExprNumgen {
-				return w.numgenFork(t, ch, st.Left, st.Right, others, func(th *thread, el *knftables.Element, value *nft.Expr) effect {
-					if el != nil {
-						return verdictEffect(verdictWords(el.Value))
-					}
-					if value != nil {
-						return verdictEffect(verdictWords(strings.Fields(value.Name)))
-					}
-					return effect{act: actNext, what: "no element: rule ends"}
-				})
-			}
-			vals, c := w.nftKey(t, ch, st.Left)
-			if c.kind != condTrue {
-				if c.kind == condFalse {
-					return done(effect{act: actNext})
-				}
-				return done(effect{act: actUnknown, what: c.what})
-			}
-			el, value, ok := w.mapLookup(ch, st.Right, vals)
-			if !ok {
-				return done(effect{act: actUnknown, what: "the map " + st.Right.String() + " (not in the input, or keys not read)"})
-			}
-			switch {
-			case el != nil:
-				return done(verdictEffect(verdictWords(el.Value)))
-			case value != nil:
-				return done(verdictEffect(verdictWords(strings.Fields(value.Name))))
-			}
-			return done(effect{act: actNext})
+			return r.vmap(st)
 		case nft.StmtNAT:
-			return w.nftNAT(t, ch, st, others, share)
+			return w.nftNAT(t, ch, st, r.others, r.share)
 		case nft.StmtSet:
 			if eff, ok := w.nftSet(t, st); !ok {
-				return done(eff)
+				return r.done(eff)
 			}
 		case nft.StmtReject:
 			t.reject = rejectName(st.RejectWith, w.pkt.Family)
-			return done(effect{act: actReject})
+			return r.done(effect{act: actReject})
 		case nft.StmtNotrack:
 			t.untracked = true
 			t.ctstate = ctUntracked
 		case nft.StmtNoOp, nft.StmtSetUpdate:
 		case nft.StmtXT:
-			if st.XT == "match" {
-				c := w.xtMatch(t, stmts[k+1:], st)
-				if c.kind == condAffinity {
-					tb, fam, _ := ch.tableLabel()
-					w.note(NotModelled{Table: tb, Family: fam, Chain: ch.name(), Rule: i,
-						What: "xt match recent (nft does not show its options)",
-						Why:  "taken as kube-proxy's ClientIP affinity check (--rcheck): it stands before a jump, not before a DNAT"})
-				}
-				if !match(c) {
-					return done(effect{act: actNext})
-				}
-				continue
+			if end, ok := r.xt(st, stmts[k+1:]); ok {
+				return end
 			}
-			switch st.XTName {
-			case "LOG", "NFLOG", "TRACE", "AUDIT", "TCPMSS", "CHECKSUM", "TOS", "DSCP", "TTL", "HL", "CLASSIFY":
-				continue
-			}
-			return done(effect{act: actUnknown, what: "xt target " + st.XTName + " (nft does not show its options)"})
 		case nft.StmtUnknown:
-			if !match(unknown("rule text not read: %s", st.Text)) {
-				return done(effect{act: actNext})
+			if !r.match(unknown("rule text not read: %s", st.Text)) {
+				return r.done(effect{act: actNext})
 			}
 		}
 	}
@@ -112,12 +54,98 @@ func (w *walk) evalNFT(t *thread, ch chainRef, i int, stmts []nft.Statement) []b
 		// at all: a kube-proxy rule that only counts is one of those.
 		switch {
 		case strings.HasPrefix(ch.name(), kubeproxy.PrefixEndpoint):
-			return done(effect{act: actUnknown, what: "a rule whose target nft does not show (iptables-nft's DNAT of IPv6, as nft 1.0 lists it)"})
+			return r.done(effect{act: actUnknown, what: "a rule whose target nft does not show (iptables-nft's DNAT of IPv6, as nft 1.0 lists it)"})
 		case ch.name() == kubeproxy.ChainPostrouting:
-			return done(effect{act: actUnknown, what: "a rule whose target nft does not show (iptables-nft's MASQUERADE of IPv6, as nft 1.0 lists it)"})
+			return r.done(effect{act: actUnknown, what: "a rule whose target nft does not show (iptables-nft's MASQUERADE of IPv6, as nft 1.0 lists it)"})
 		}
 	}
-	return done(effect{act: actNext, what: ruleSideEffects(stmts)})
+	return r.done(effect{act: actNext, what: ruleSideEffects(stmts)})
+}
+
+// nftRuleWalk is one thread's walk through rule i of ch: the branches
+// forked so far and the share of the thread that goes on.
+type nftRuleWalk struct {
+	w      *walk
+	t      *thread
+	ch     chainRef
+	i      int
+	others []branch
+	share  *Prob
+}
+
+// done ends the rule for the thread with eff, next to the forks.
+func (r *nftRuleWalk) done(eff effect) []branch {
+	if eff.share == nil {
+		eff.share = r.share
+	}
+	return r.w.result(r.t, eff, r.others)
+}
+
+// match applies a condition; false when the rule ends for the thread.
+func (r *nftRuleWalk) match(c cond) bool {
+	ok, miss := r.w.decide(r.t, r.ch, r.i, c, &r.share)
+	if miss != nil {
+		r.others = append(r.others, branch{t: miss})
+	}
+	return ok
+}
+
+// vmap is a verdict map: by numgen a fork to each element, else the
+// verdict of the element the packet's key finds.
+func (r *nftRuleWalk) vmap(st nft.Statement) []branch {
+	if st.Left.Kind == nft.ExprNumgen {
+		return r.w.numgenFork(r.t, r.ch, st.Left, st.Right, r.others, func(th *thread, el *knftables.Element, value *nft.Expr) effect {
+			if el != nil {
+				return verdictEffect(verdictWords(el.Value))
+			}
+			if value != nil {
+				return verdictEffect(verdictWords(strings.Fields(value.Name)))
+			}
+			return effect{act: actNext, what: "no element: rule ends"}
+		})
+	}
+	vals, c := r.w.nftKey(r.t, r.ch, st.Left)
+	if c.kind != condTrue {
+		if c.kind == condFalse {
+			return r.done(effect{act: actNext})
+		}
+		return r.done(effect{act: actUnknown, what: c.what})
+	}
+	el, value, ok := r.w.mapLookup(r.ch, st.Right, vals)
+	if !ok {
+		return r.done(effect{act: actUnknown, what: "the map " + st.Right.String() + " (not in the input, or keys not read)"})
+	}
+	switch {
+	case el != nil:
+		return r.done(verdictEffect(verdictWords(el.Value)))
+	case value != nil:
+		return r.done(verdictEffect(verdictWords(strings.Fields(value.Name))))
+	}
+	return r.done(effect{act: actNext})
+}
+
+// xt is an xtables match or target nft shows without its options (rest:
+// the statements after it). ok is true when it ends the rule: a match
+// that fails, a target that does more than log or mangle.
+func (r *nftRuleWalk) xt(st nft.Statement, rest []nft.Statement) (end []branch, ok bool) {
+	if st.XT == "match" {
+		c := r.w.xtMatch(r.t, rest, st)
+		if c.kind == condAffinity {
+			tb, fam, _ := r.ch.tableLabel()
+			r.w.note(NotModelled{Table: tb, Family: fam, Chain: r.ch.name(), Rule: r.i,
+				What: "xt match recent (nft does not show its options)",
+				Why:  "taken as kube-proxy's ClientIP affinity check (--rcheck): it stands before a jump, not before a DNAT"})
+		}
+		if !r.match(c) {
+			return r.done(effect{act: actNext}), true
+		}
+		return nil, false
+	}
+	switch st.XTName {
+	case "LOG", "NFLOG", "TRACE", "AUDIT", "TCPMSS", "CHECKSUM", "TOS", "DSCP", "TTL", "HL", "CLASSIFY":
+		return nil, false
+	}
+	return r.done(effect{act: actUnknown, what: "xt target " + st.XTName + " (nft does not show its options)"}), true
 }
 
 // hasAction: the rule does something beyond matching and counting.
