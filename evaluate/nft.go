@@ -278,19 +278,13 @@ func (w *walk) selector(t *thread, name string) (value, selStatus) {
 		if proto != 6 && proto != 17 && proto != 132 && proto != 136 && proto != 33 {
 			return value{}, selAbsent
 		}
-		if name == "th dport" {
-			return value{t: tPort, num: uint64(t.dst.Port())}, selOK
-		}
-		return value{t: tPort, num: uint64(t.src.Port())}, selOK
+		return portOf(t, name == "th dport"), selOK
 	case "tcp dport", "tcp sport", "udp dport", "udp sport", "sctp dport", "sctp sport", "udplite dport", "udplite sport", "dccp dport", "dccp sport":
 		p, field, _ := strings.Cut(name, " ")
 		if !strings.EqualFold(p, w.pkt.Protocol) {
 			return value{}, selAbsent
 		}
-		if field == "dport" {
-			return value{t: tPort, num: uint64(t.dst.Port())}, selOK
-		}
-		return value{t: tPort, num: uint64(t.src.Port())}, selOK
+		return portOf(t, field == "dport"), selOK
 	case "tcp flags":
 		if proto != 6 {
 			return value{}, selAbsent
@@ -304,21 +298,9 @@ func (w *walk) selector(t *thread, name string) (value, selStatus) {
 		}
 		return value{t: tNum, num: uint64(t.ctmark)}, selOK
 	case "meta iifname", "meta iif":
-		if hook == hookOutput || hook == hookPostrouting && !t.routed && w.pkt.Origin == FromNode {
-			return value{t: tIface, str: ""}, selOK
-		}
-		if !t.iifKnown {
-			return value{}, selUnknown
-		}
-		return value{t: tIface, str: t.iif}, selOK
+		return w.iifSelector(t, hook)
 	case "meta oifname", "meta oif":
-		if hook == hookPrerouting || hook == hookInput {
-			return value{t: tIface, str: ""}, selOK
-		}
-		if w.pkt.OutIface == "" {
-			return value{}, selUnknown
-		}
-		return value{t: tIface, str: w.pkt.OutIface}, selOK
+		return w.oifSelector(hook)
 	case "meta pkttype":
 		return value{t: tPkttype, str: "host"}, selOK
 	case "ct state":
@@ -342,6 +324,37 @@ func (w *walk) selector(t *thread, name string) (value, selStatus) {
 		return w.fibType(t.src.Addr()), selOK
 	}
 	return value{}, selUnknown
+}
+
+// portOf is the packet's destination port, or its source port.
+func portOf(t *thread, dport bool) value {
+	if dport {
+		return value{t: tPort, num: uint64(t.dst.Port())}
+	}
+	return value{t: tPort, num: uint64(t.src.Port())}
+}
+
+// iifSelector is the interface the packet came in on: none for a packet
+// the node sends, until it is routed.
+func (w *walk) iifSelector(t *thread, hook string) (value, selStatus) {
+	if hook == hookOutput || hook == hookPostrouting && !t.routed && w.pkt.Origin == FromNode {
+		return value{t: tIface, str: ""}, selOK
+	}
+	if !t.iifKnown {
+		return value{}, selUnknown
+	}
+	return value{t: tIface, str: t.iif}, selOK
+}
+
+// oifSelector is the interface the packet goes out on: none before routing.
+func (w *walk) oifSelector(hook string) (value, selStatus) {
+	if hook == hookPrerouting || hook == hookInput {
+		return value{t: tIface, str: ""}, selOK
+	}
+	if w.pkt.OutIface == "" {
+		return value{}, selUnknown
+	}
+	return value{t: tIface, str: w.pkt.OutIface}, selOK
 }
 
 func (w *walk) fibType(a netip.Addr) value {
