@@ -142,134 +142,164 @@ func genText(w io.Writer, shape genShape, nsvc, neps int) {
 
 // genJSON writes the `nft -j list ruleset` form of the same ruleset.
 func genJSON(w io.Writer, shape genShape, nsvc, neps int) {
-	bw := bufio.NewWriter(w)
-	defer bw.Flush()
-	first := true
-	obj := func(v any) {
-		if !first {
-			bw.WriteString(", ")
-		}
-		first = false
-		b, err := json.Marshal(v)
-		if err != nil {
-			panic(err)
-		}
-		bw.Write(b)
-	}
-	type m = map[string]any
-	type l = []any
-	payload := func(proto, field string) m { return m{"payload": m{"protocol": proto, "field": field}} }
-	match := func(op string, left, right any) m { return m{"match": m{"op": op, "left": left, "right": right}} }
-	counter := m{"counter": m{"packets": 0, "bytes": 0}}
-	bw.WriteString(`{"nftables": [`)
-	obj(m{"metainfo": m{"version": "1.0.6", "release_name": "Lester Gooch #5", "json_schema_version": 1}})
-	handle := 1
-	h := func() int { handle++; return handle }
+	g := &jsonGen{bw: bufio.NewWriter(w), first: true, handle: 1}
+	defer g.bw.Flush()
+	g.bw.WriteString(`{"nftables": [`)
+	g.obj(jm{"metainfo": jm{"version": "1.0.6", "release_name": "Lester Gooch #5", "json_schema_version": 1}})
 	if shape == shapeIPTablesNFT {
-		tb := func(x m) m { x["family"], x["table"] = "ip", "nat"; return x }
-		obj(m{"table": m{"family": "ip", "name": "nat", "handle": 1}})
-		obj(m{"chain": tb(m{"name": "PREROUTING", "handle": h(), "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"})})
-		obj(m{"chain": tb(m{"name": "KUBE-MARK-MASQ", "handle": h()})})
-		obj(m{"chain": tb(m{"name": "KUBE-SERVICES", "handle": h()})})
-		for i := 0; i < nsvc; i++ {
-			svc, _, _ := genIPTNames(i, 0)
-			obj(m{"chain": tb(m{"name": svc, "handle": h()})})
-			for j := 0; j < neps; j++ {
-				_, sep, _ := genIPTNames(i, j)
-				obj(m{"chain": tb(m{"name": sep, "handle": h()})})
-			}
-		}
-		rule := func(chain string, expr ...any) { obj(m{"rule": tb(m{"chain": chain, "handle": h(), "expr": expr})}) }
-		xt := func(typ, name string) m { return m{"xt": m{"type": typ, "name": name}} }
-		rule("PREROUTING", xt("match", "comment"), counter, m{"jump": m{"target": "KUBE-SERVICES"}})
-		rule("KUBE-MARK-MASQ", counter, xt("target", "MARK"))
-		for i := 0; i < nsvc; i++ {
-			svc, _, _ := genIPTNames(i, 0)
-			rule("KUBE-SERVICES", match("==", m{"meta": m{"key": "l4proto"}}, "tcp"), match("==", payload("ip", "daddr"), genClusterIP(i)),
-				xt("match", "comment"), match("==", payload("tcp", "dport"), 80), counter, m{"jump": m{"target": svc}})
-		}
-		for i := 0; i < nsvc; i++ {
-			svc, _, _ := genIPTNames(i, 0)
-			rule(svc, match("==", m{"meta": m{"key": "l4proto"}}, "tcp"), match("!=", payload("ip", "saddr"), m{"prefix": m{"addr": "10.0.0.0", "len": 8}}),
-				match("==", payload("ip", "daddr"), genClusterIP(i)), xt("match", "comment"), match("==", payload("tcp", "dport"), 80), counter, m{"jump": m{"target": "KUBE-MARK-MASQ"}})
-			for j := 0; j < neps; j++ {
-				_, sep, _ := genIPTNames(i, j)
-				if j < neps-1 {
-					rule(svc, xt("match", "comment"), xt("match", "statistic"), counter, m{"jump": m{"target": sep}})
-				} else {
-					rule(svc, xt("match", "comment"), counter, m{"jump": m{"target": sep}})
-				}
-			}
-			for j := 0; j < neps; j++ {
-				_, sep, ip := genIPTNames(i, j)
-				rule(sep, match("==", payload("ip", "saddr"), ip), xt("match", "comment"), counter, m{"jump": m{"target": "KUBE-MARK-MASQ"}})
-				rule(sep, match("==", m{"meta": m{"key": "l4proto"}}, "tcp"), xt("match", "comment"), xt("match", "tcp"), counter, xt("target", "DNAT"))
-			}
-		}
-		bw.WriteString("]}\n")
-		return
+		g.iptablesNFT(nsvc, neps)
+	} else {
+		g.kubeProxy(shape, nsvc, neps)
 	}
-	tb := func(x m) m { x["family"], x["table"] = "ip", "kube-proxy"; return x }
-	obj(m{"table": m{"family": "ip", "name": "kube-proxy", "handle": 1}})
-	var cips l
-	var sips l
+	g.bw.WriteString("]}\n")
+}
+
+// jsonGen writes the objects of an "nftables" array, numbering handles.
+type jsonGen struct {
+	bw     *bufio.Writer
+	first  bool
+	handle int
+}
+
+type (
+	jm = map[string]any
+	jl = []any
+)
+
+// obj writes v as the array's next object.
+func (g *jsonGen) obj(v any) {
+	if !g.first {
+		g.bw.WriteString(", ")
+	}
+	g.first = false
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	g.bw.Write(b)
+}
+
+// h is the next handle.
+func (g *jsonGen) h() int { g.handle++; return g.handle }
+
+func jPayload(proto, field string) jm { return jm{"payload": jm{"protocol": proto, "field": field}} }
+func jMatch(op string, left, right any) jm {
+	return jm{"match": jm{"op": op, "left": left, "right": right}}
+}
+
+var jCounter = jm{"counter": jm{"packets": 0, "bytes": 0}}
+
+// iptablesNFT writes the nat table iptables-nft holds for kube-proxy's
+// iptables mode, as nft -j lists it.
+func (g *jsonGen) iptablesNFT(nsvc, neps int) {
+	tb := func(x jm) jm { x["family"], x["table"] = "ip", "nat"; return x }
+	g.obj(jm{"table": jm{"family": "ip", "name": "nat", "handle": 1}})
+	g.obj(jm{"chain": tb(jm{"name": "PREROUTING", "handle": g.h(), "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"})})
+	g.obj(jm{"chain": tb(jm{"name": "KUBE-MARK-MASQ", "handle": g.h()})})
+	g.obj(jm{"chain": tb(jm{"name": "KUBE-SERVICES", "handle": g.h()})})
+	for i := 0; i < nsvc; i++ {
+		svc, _, _ := genIPTNames(i, 0)
+		g.obj(jm{"chain": tb(jm{"name": svc, "handle": g.h()})})
+		for j := 0; j < neps; j++ {
+			_, sep, _ := genIPTNames(i, j)
+			g.obj(jm{"chain": tb(jm{"name": sep, "handle": g.h()})})
+		}
+	}
+	rule := func(chain string, expr ...any) {
+		g.obj(jm{"rule": tb(jm{"chain": chain, "handle": g.h(), "expr": expr})})
+	}
+	xt := func(typ, name string) jm { return jm{"xt": jm{"type": typ, "name": name}} }
+	rule("PREROUTING", xt("match", "comment"), jCounter, jm{"jump": jm{"target": "KUBE-SERVICES"}})
+	rule("KUBE-MARK-MASQ", jCounter, xt("target", "MARK"))
+	for i := 0; i < nsvc; i++ {
+		svc, _, _ := genIPTNames(i, 0)
+		rule("KUBE-SERVICES", jMatch("==", jm{"meta": jm{"key": "l4proto"}}, "tcp"), jMatch("==", jPayload("ip", "daddr"), genClusterIP(i)),
+			xt("match", "comment"), jMatch("==", jPayload("tcp", "dport"), 80), jCounter, jm{"jump": jm{"target": svc}})
+	}
+	for i := 0; i < nsvc; i++ {
+		svc, _, _ := genIPTNames(i, 0)
+		rule(svc, jMatch("==", jm{"meta": jm{"key": "l4proto"}}, "tcp"), jMatch("!=", jPayload("ip", "saddr"), jm{"prefix": jm{"addr": "10.0.0.0", "len": 8}}),
+			jMatch("==", jPayload("ip", "daddr"), genClusterIP(i)), xt("match", "comment"), jMatch("==", jPayload("tcp", "dport"), 80), jCounter, jm{"jump": jm{"target": "KUBE-MARK-MASQ"}})
+		for j := 0; j < neps; j++ {
+			_, sep, _ := genIPTNames(i, j)
+			if j < neps-1 {
+				rule(svc, xt("match", "comment"), xt("match", "statistic"), jCounter, jm{"jump": jm{"target": sep}})
+			} else {
+				rule(svc, xt("match", "comment"), jCounter, jm{"jump": jm{"target": sep}})
+			}
+		}
+		for j := 0; j < neps; j++ {
+			_, sep, ip := genIPTNames(i, j)
+			rule(sep, jMatch("==", jPayload("ip", "saddr"), ip), xt("match", "comment"), jCounter, jm{"jump": jm{"target": "KUBE-MARK-MASQ"}})
+			rule(sep, jMatch("==", jm{"meta": jm{"key": "l4proto"}}, "tcp"), xt("match", "comment"), xt("match", "tcp"), jCounter, xt("target", "DNAT"))
+		}
+	}
+}
+
+// kubeProxy writes kube-proxy's nftables table of shape.
+func (g *jsonGen) kubeProxy(shape genShape, nsvc, neps int) {
+	tb := func(x jm) jm { x["family"], x["table"] = "ip", "kube-proxy"; return x }
+	g.obj(jm{"table": jm{"family": "ip", "name": "kube-proxy", "handle": 1}})
+	var cips jl
+	var sips jl
 	for i := 0; i < nsvc; i++ {
 		svc, _, _ := genNames(i, 0)
 		cips = append(cips, genClusterIP(i))
-		sips = append(sips, l{m{"concat": l{genClusterIP(i), "tcp", 80}}, m{"goto": m{"target": svc}}})
+		sips = append(sips, jl{jm{"concat": jl{genClusterIP(i), "tcp", 80}}, jm{"goto": jm{"target": svc}}})
 	}
-	obj(m{"set": tb(m{"name": "cluster-ips", "type": "ipv4_addr", "handle": h(), "comment": "Active ClusterIPs", "elem": cips})})
-	obj(m{"map": tb(m{"name": "service-ips", "type": l{"ipv4_addr", "inet_proto", "inet_service"}, "handle": h(),
+	g.obj(jm{"set": tb(jm{"name": "cluster-ips", "type": "ipv4_addr", "handle": g.h(), "comment": "Active ClusterIPs", "elem": cips})})
+	g.obj(jm{"map": tb(jm{"name": "service-ips", "type": jl{"ipv4_addr", "inet_proto", "inet_service"}, "handle": g.h(),
 		"comment": "ClusterIP, ExternalIP and LoadBalancer IP traffic", "map": "verdict", "elem": sips})})
-	obj(m{"chain": tb(m{"name": "nat-prerouting", "handle": h(), "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"})})
-	obj(m{"chain": tb(m{"name": "services", "handle": h()})})
+	g.obj(jm{"chain": tb(jm{"name": "nat-prerouting", "handle": g.h(), "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"})})
+	g.obj(jm{"chain": tb(jm{"name": "services", "handle": g.h()})})
 	if shape == shape135 {
-		obj(m{"chain": tb(m{"name": "mark-for-masquerade", "handle": h()})})
+		g.obj(jm{"chain": tb(jm{"name": "mark-for-masquerade", "handle": g.h()})})
 	}
 	for i := 0; i < nsvc; i++ {
 		svc, _, _ := genNames(i, 0)
-		obj(m{"chain": tb(m{"name": svc, "handle": h()})})
+		g.obj(jm{"chain": tb(jm{"name": svc, "handle": g.h()})})
 		if shape == shape135 {
 			for j := 0; j < neps; j++ {
 				_, ep, _ := genNames(i, j)
-				obj(m{"chain": tb(m{"name": ep, "handle": h()})})
+				g.obj(jm{"chain": tb(jm{"name": ep, "handle": g.h()})})
 			}
 		}
 	}
-	rule := func(chain string, expr ...any) { obj(m{"rule": tb(m{"chain": chain, "handle": h(), "expr": expr})}) }
-	rule("nat-prerouting", m{"jump": m{"target": "services"}})
-	rule("services", m{"vmap": m{"key": m{"concat": l{payload("ip", "daddr"), m{"meta": m{"key": "l4proto"}}, payload("th", "dport")}}, "data": "@service-ips"}})
-	markOr := m{"mangle": m{"key": m{"meta": m{"key": "mark"}}, "value": m{"|": l{m{"meta": m{"key": "mark"}}, 16384}}}}
+	rule := func(chain string, expr ...any) {
+		g.obj(jm{"rule": tb(jm{"chain": chain, "handle": g.h(), "expr": expr})})
+	}
+	rule("nat-prerouting", jm{"jump": jm{"target": "services"}})
+	rule("services", jm{"vmap": jm{"key": jm{"concat": jl{jPayload("ip", "daddr"), jm{"meta": jm{"key": "l4proto"}}, jPayload("th", "dport")}}, "data": "@service-ips"}})
+	markOr := jm{"mangle": jm{"key": jm{"meta": jm{"key": "mark"}}, "value": jm{"|": jl{jm{"meta": jm{"key": "mark"}}, 16384}}}}
 	if shape == shape135 {
 		rule("mark-for-masquerade", markOr)
 	}
 	for i := 0; i < nsvc; i++ {
 		svc, _, _ := genNames(i, 0)
-		var set l
+		var set jl
 		switch shape {
 		case shape137:
 			for j := 0; j < neps; j++ {
 				_, _, ip := genNames(i, j)
-				set = append(set, l{j, m{"concat": l{ip, 8080}}})
+				set = append(set, jl{j, jm{"concat": jl{ip, 8080}}})
 			}
-			rule(svc, match("==", m{"meta": m{"key": "l4proto"}}, "tcp"),
-				m{"dnat": m{"family": "ip", "addr": m{"map": m{"key": m{"numgen": m{"mode": "random", "mod": neps, "offset": 0}}, "data": m{"set": set}}}}})
+			rule(svc, jMatch("==", jm{"meta": jm{"key": "l4proto"}}, "tcp"),
+				jm{"dnat": jm{"family": "ip", "addr": jm{"map": jm{"key": jm{"numgen": jm{"mode": "random", "mod": neps, "offset": 0}}, "data": jm{"set": set}}}}})
 		case shape135:
 			for j := 0; j < neps; j++ {
 				_, ep, _ := genNames(i, j)
-				set = append(set, l{j, m{"goto": m{"target": ep}}})
+				set = append(set, jl{j, jm{"goto": jm{"target": ep}}})
 			}
-			rule(svc, match("==", payload("ip", "daddr"), genClusterIP(i)),
-				match("!=", payload("ip", "saddr"), m{"prefix": m{"addr": "10.0.0.0", "len": 8}}), m{"jump": m{"target": "mark-for-masquerade"}})
-			rule(svc, m{"vmap": m{"key": m{"numgen": m{"mode": "random", "mod": neps, "offset": 0}}, "data": m{"set": set}}})
+			rule(svc, jMatch("==", jPayload("ip", "daddr"), genClusterIP(i)),
+				jMatch("!=", jPayload("ip", "saddr"), jm{"prefix": jm{"addr": "10.0.0.0", "len": 8}}), jm{"jump": jm{"target": "mark-for-masquerade"}})
+			rule(svc, jm{"vmap": jm{"key": jm{"numgen": jm{"mode": "random", "mod": neps, "offset": 0}}, "data": jm{"set": set}}})
 			for j := 0; j < neps; j++ {
 				_, ep, ip := genNames(i, j)
-				rule(ep, match("==", payload("ip", "saddr"), ip), m{"jump": m{"target": "mark-for-masquerade"}})
-				rule(ep, match("==", m{"meta": m{"key": "l4proto"}}, "tcp"), m{"dnat": m{"addr": ip, "port": 8080}})
+				rule(ep, jMatch("==", jPayload("ip", "saddr"), ip), jm{"jump": jm{"target": "mark-for-masquerade"}})
+				rule(ep, jMatch("==", jm{"meta": jm{"key": "l4proto"}}, "tcp"), jm{"dnat": jm{"addr": ip, "port": 8080}})
 			}
 		}
 	}
-	bw.WriteString("]}\n")
 }
 
 // TestNFTGeneratorsAgree checks the generators against each other and the

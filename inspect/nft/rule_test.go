@@ -13,145 +13,152 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
+// chain and set names of analyzeNFTRuleCases
+const (
+	ep0 = "endpoint-UNZV3OEC-ns4/svc4/tcp/p80__10.180.0.4/80"
+	ep1 = "endpoint-5RFCDDV7-ns4/svc4/tcp/p80__10.180.0.5/80"
+	aff = "affinity-GTK6MW7G-ns5/svc5/tcp/p80__10.180.0.3/80"
+	epA = "endpoint-GTK6MW7G-ns5/svc5/tcp/p80__10.180.0.3/80"
+	ep6 = "endpoint-5HFFSBBM-ns5/svc5/tcp/p80__fd00.10.180..3/80"
+	af6 = "affinity-5HFFSBBM-ns5/svc5/tcp/p80__fd00.10.180..3/80"
+)
+
+// analyzeNFTRuleCases are rules and what analyzeRule reads in them, in
+// kube-proxy's source spelling and nft's listing: a flat table, kept out
+// of the test function.
+var analyzeNFTRuleCases = []struct {
+	name string
+	text string
+	want inspect.NFTRuleInfo
+}{
+	// masquerade marks, kube-proxy source spelling and nft's listing
+	{"mark set or (source)", `mark set mark or 0x4000`,
+		inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
+	{"mark set or (source, %#08x)", `ip daddr @cluster-ips ip saddr != 10.0.0.0/8 mark set mark or 0x00004000`,
+		inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
+	{"mark set or (nft)", `ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000`,
+		inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
+	{"mark set or (iptables-nft xlate)", `counter packets 0 bytes 0 meta mark set mark or 0x4000`,
+		inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
+	{"mark set plain", `meta mark set 0x00008000`,
+		inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "set", MarkSetValue: 0x8000}},
+	{"mark set and", `meta mark set meta mark & 0xffffbfff`,
+		inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "and", MarkSetValue: 0xffffbfff}},
+	// loadBalancerSourceRanges: the firewall chain's source match
+	{"firewall, several ranges (nft)", `ip saddr != { 10.0.0.0/8, 198.51.100.10, 203.0.113.0/25 } drop`,
+		inspect.NFTRuleInfo{Saddr: []string{"10.0.0.0/8", "198.51.100.10", "203.0.113.0/25"}, SaddrNot: true, Verdict: "drop"}},
+	{"firewall single range (nft prints no braces)", `ip6 saddr != 2001:db8::/64 drop`,
+		inspect.NFTRuleInfo{Saddr: []string{"2001:db8::/64"}, SaddrNot: true, Verdict: "drop"}},
+	{"saddr set reference", `ip saddr @allowed accept`,
+		inspect.NFTRuleInfo{Sets: []string{"allowed"}, Verdict: "accept"}},
+	// the packet mark restored from the connection mark (CNIs)
+	{"mark set ct mark", `meta mark set ct mark`,
+		inspect.NFTRuleInfo{MarkFromCT: true, MarkFromCTMask: 0xffffffff}},
+	{"mark set ct mark and mask", `meta mark set ct mark & 0x0000ff00 accept`,
+		inspect.NFTRuleInfo{MarkFromCT: true, MarkFromCTMask: 0xff00, Verdict: "accept"}},
+	{"ct mark is not the packet mark", `ct mark set mark`, inspect.NFTRuleInfo{}},
+	{"masquerading ≥1.36 (source)", `mark and 0x4000 != 0 mark set mark xor 0x4000 masquerade fully-random`,
+		inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0, MarkTestOp: "!=",
+			HasMarkSet: true, MarkSetOp: "xor", MarkSetValue: 0x4000, Masquerade: true, FullyRandom: true}},
+	{"masquerading ≥1.36 (nft)", `meta mark & 0x00004000 != 0x00000000 meta mark set meta mark ^ 0x00004000 masquerade fully-random`,
+		inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0, MarkTestOp: "!=",
+			HasMarkSet: true, MarkSetOp: "xor", MarkSetValue: 0x4000, Masquerade: true, FullyRandom: true}},
+	{"hairpin set", `ct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections masquerade fully-random`,
+		inspect.NFTRuleInfo{Sets: []string{"hairpin-connections"}, Masquerade: true, FullyRandom: true}},
+	{"masquerading ≤1.35 return (source)", `mark and 0x4000 == 0 return`,
+		inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestOp: "==", Verdict: "return"}},
+	{"masquerading ≤1.35 return (nft)", `meta mark & 0x00004000 == 0x00000000 return`,
+		inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestOp: "==", Verdict: "return"}},
+	{"masquerading ≤1.35 xor", `mark set mark xor 0x4000`,
+		inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "xor", MarkSetValue: 0x4000}},
+	{"masquerade without flags", `masquerade`, inspect.NFTRuleInfo{Masquerade: true}},
+	{"masquerade with flag list", `masquerade random,fully-random`, inspect.NFTRuleInfo{Masquerade: true, FullyRandom: true}},
+	{"mark test plain", `meta mark 0x00004000 accept`,
+		inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0xffffffff, MarkTestValue: 0x4000, MarkTestOp: "==", Verdict: "accept"}},
+	{"iptables-nft mark test", `meta mark & 0x00004000 != 0x00004000 counter packets 0 bytes 0 return`,
+		inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0x4000, MarkTestOp: "!=", Verdict: "return"}},
+	{"≤1.35 jump mark-for-masquerade", `ip daddr 172.30.0.41 tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade`,
+		inspect.NFTRuleInfo{Jumps: []string{"mark-for-masquerade"}, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
+
+	// service dispatch
+	{"≤1.35 numgen vmap (source)", `numgen random mod 2 vmap { 0 : goto ` + ep0 + ` , 1 : goto ` + ep1 + ` }`,
+		inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: []string{ep0, ep1}}},
+	{"≤1.35 numgen vmap (nft)", `numgen random mod 2 vmap { 0 : goto ` + ep0 + `, 1 : goto ` + ep1 + ` }`,
+		inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: []string{ep0, ep1}}},
+	{"numgen vmap with jump", `numgen inc mod 2 offset 0 vmap { 0 : jump a, 1 : jump b }`,
+		inspect.NFTRuleInfo{Jumps: []string{"a", "b"}, Numgen: 2, NumgenTargets: []string{"a", "b"}}},
+	{"≥1.36 dnat map (source)", `meta l4proto tcp dnat ip addr . port to numgen random mod 2 map { 0 : 10.180.0.4 . 80 , 1 : 10.180.0.5 . 80 }`,
+		inspect.NFTRuleInfo{DNAT: []string{"10.180.0.4:80", "10.180.0.5:80"}, Numgen: 2,
+			NumgenTargets: []string{"10.180.0.4:80", "10.180.0.5:80"}}},
+	{"≥1.36 dnat map (nft)", `meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.180.0.4 . 80, 1 : 10.180.0.5 . 80 }`,
+		inspect.NFTRuleInfo{DNAT: []string{"10.180.0.4:80", "10.180.0.5:80"}, Numgen: 2,
+			NumgenTargets: []string{"10.180.0.4:80", "10.180.0.5:80"}}},
+	{"1.36 single-endpoint map", `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map { 0 : 10.180.0.1 . 80 }`,
+		inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1:80"}, Numgen: 1, NumgenTargets: []string{"10.180.0.1:80"}}},
+	{"dnat map, elements out of order", `dnat ip to numgen random mod 3 map { 2 : 10.0.0.3 . 80, 0 : 10.0.0.1 . 80, 1 : 10.0.0.2 . 80 }`,
+		inspect.NFTRuleInfo{DNAT: []string{"10.0.0.3:80", "10.0.0.1:80", "10.0.0.2:80"}, Numgen: 3,
+			NumgenTargets: []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"}}},
+	{"1.37 single dnat", `meta l4proto tcp dnat to 10.180.0.1:80`, inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1:80"}}},
+	{"dnat without port", `dnat to 10.180.0.1`, inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1"}}},
+	{"dnat addr . port", `dnat ip addr . port to 10.0.0.1 . 8080`, inspect.NFTRuleInfo{DNAT: []string{"10.0.0.1:8080"}}},
+	{"dnat from a named map", `dnat ip to ip daddr . tcp dport map @svc`, inspect.NFTRuleInfo{Maps: []string{"svc"}}},
+	{"dnat with flags", `dnat to 10.0.0.1:80 persistent`, inspect.NFTRuleInfo{DNAT: []string{"10.0.0.1:80"}}},
+
+	// IPv6
+	{"IPv6 single dnat", `meta l4proto tcp dnat to [fd00:10:180::1]:80`, inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::1]:80"}}},
+	{"IPv6 single dnat, family", `dnat ip6 to [fd00::1]:80`, inspect.NFTRuleInfo{DNAT: []string{"[fd00::1]:80"}}},
+	{"IPv6 dnat map (source)", `meta l4proto tcp dnat ip6 addr . port to numgen random mod 2 map { 0 : fd00:10:180::4 . 80 , 1 : fd00:10:180::5 . 80 }`,
+		inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}, Numgen: 2,
+			NumgenTargets: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}}},
+	{"IPv6 dnat map (nft)", `meta l4proto tcp dnat ip6 to numgen random mod 2 map { 0 : fd00:10:180::4 . 80, 1 : fd00:10:180::5 . 80 }`,
+		inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}, Numgen: 2,
+			NumgenTargets: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}}},
+	{"IPv6 dnat without port", `dnat ip6 to fd00::1`, inspect.NFTRuleInfo{DNAT: []string{"fd00::1"}}},
+	{"IPv6 affinity check", `ip6 saddr @` + af6 + ` goto ` + ep6,
+		inspect.NFTRuleInfo{Gotos: []string{ep6}, Sets: []string{af6}}},
+	{"IPv6 affinity update", `update @` + af6 + ` { ip6 saddr }`, inspect.NFTRuleInfo{Sets: []string{af6}}},
+	{"IPv6 firewall", `ip6 saddr != 2001:db8:203::/64 drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"2001:db8:203::/64"}, SaddrNot: true}},
+
+	// ClientIP affinity
+	{"affinity check", `ip saddr @` + aff + ` goto ` + epA, inspect.NFTRuleInfo{Gotos: []string{epA}, Sets: []string{aff}}},
+	{"affinity update", `update @` + aff + ` { ip saddr }`, inspect.NFTRuleInfo{Sets: []string{aff}}},
+	{"affinity numgen mod 1", `numgen random mod 1 vmap { 0 : goto ` + epA + ` }`,
+		inspect.NFTRuleInfo{Gotos: []string{epA}, Numgen: 1, NumgenTargets: []string{epA}}},
+
+	// fixed chains
+	{"vmap service-ips", `ip daddr . meta l4proto . th dport vmap @service-ips`, inspect.NFTRuleInfo{VMaps: []string{"service-ips"}}},
+	{"vmap nodeports", `fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports`,
+		inspect.NFTRuleInfo{VMaps: []string{"service-nodeports"}}},
+	{"vmap with set", `ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports`,
+		inspect.NFTRuleInfo{VMaps: []string{"service-nodeports"}, Sets: []string{"nodeport-ips"}}},
+	{"inline verdict map", `meta l4proto . th dport vmap { tcp . 3001 : drop, udp . 53 : goto reject-chain }`,
+		inspect.NFTRuleInfo{Gotos: []string{"reject-chain"}}},
+	{"jump", `ct state new jump firewall-check`, inspect.NFTRuleInfo{Jumps: []string{"firewall-check"}}},
+	{"goto", `goto service-ULMVA6XW-ns1/svc1/tcp/p80`, inspect.NFTRuleInfo{Gotos: []string{"service-ULMVA6XW-ns1/svc1/tcp/p80"}}},
+	{"reject", `ip daddr @cluster-ips reject`, inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, Verdict: "reject"}},
+	{"reject with", `reject with icmpx admin-prohibited`, inspect.NFTRuleInfo{Verdict: "reject"}},
+	{"firewall (source)", `ip saddr != { 203.0.113.0/25 } drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"203.0.113.0/25"}, SaddrNot: true}},
+	{"firewall (nft)", `ip saddr != 203.0.113.0/25 drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"203.0.113.0/25"}, SaddrNot: true}},
+	{"drop unallocated", `ip daddr { 172.30.0.0/16 } drop`, inspect.NFTRuleInfo{Verdict: "drop"}},
+	{"counter name", `counter name "localhost-nodeport-rejected-tcp" reject`, inspect.NFTRuleInfo{Verdict: "reject"}},
+	{"external local", `fib saddr type local mark set mark or 0x4000`,
+		inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
+	{"trailing comment ignored", `meta mark set meta mark | 0x00004000 comment "drop it"`,
+		inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
+	{"policy is no verdict", `type filter hook input priority 0; policy drop;`, inspect.NFTRuleInfo{}},
+
+	// iptables-nft seen through nft
+	{"probability 0.05", `meta random & 2147483647 < 107374182 counter packets 0 bytes 0 jump KUBE-SEP-X`,
+		inspect.NFTRuleInfo{Jumps: []string{"KUBE-SEP-X"}, Probability: 107374182.0 / (1 << 31)}},
+	{"xt match recent", `meta l4proto tcp xt match recent counter packets 0 bytes 0 dnat to 10.180.0.3:80`,
+		inspect.NFTRuleInfo{DNAT: []string{"10.180.0.3:80"}, XT: []string{"recent"}}},
+	{"xt quoted", `xt match "sctp" xt target "MASQUERADE"`, inspect.NFTRuleInfo{XT: []string{"sctp", "MASQUERADE"}}},
+	{"XT not found", `counter packets 0 bytes 0 XT target DNAT not found`, inspect.NFTRuleInfo{XT: []string{"DNAT"}}},
+	{"empty", ``, inspect.NFTRuleInfo{}},
+}
+
 func TestAnalyzeNFTRule(t *testing.T) {
-	const (
-		ep0 = "endpoint-UNZV3OEC-ns4/svc4/tcp/p80__10.180.0.4/80"
-		ep1 = "endpoint-5RFCDDV7-ns4/svc4/tcp/p80__10.180.0.5/80"
-		aff = "affinity-GTK6MW7G-ns5/svc5/tcp/p80__10.180.0.3/80"
-		epA = "endpoint-GTK6MW7G-ns5/svc5/tcp/p80__10.180.0.3/80"
-		ep6 = "endpoint-5HFFSBBM-ns5/svc5/tcp/p80__fd00.10.180..3/80"
-		af6 = "affinity-5HFFSBBM-ns5/svc5/tcp/p80__fd00.10.180..3/80"
-	)
-	tests := []struct {
-		name string
-		text string
-		want inspect.NFTRuleInfo
-	}{
-		// masquerade marks, kube-proxy source spelling and nft's listing
-		{"mark set or (source)", `mark set mark or 0x4000`,
-			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
-		{"mark set or (source, %#08x)", `ip daddr @cluster-ips ip saddr != 10.0.0.0/8 mark set mark or 0x00004000`,
-			inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
-		{"mark set or (nft)", `ip daddr @cluster-ips ip saddr != 10.0.0.0/8 meta mark set meta mark | 0x00004000`,
-			inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
-		{"mark set or (iptables-nft xlate)", `counter packets 0 bytes 0 meta mark set mark or 0x4000`,
-			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
-		{"mark set plain", `meta mark set 0x00008000`,
-			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "set", MarkSetValue: 0x8000}},
-		{"mark set and", `meta mark set meta mark & 0xffffbfff`,
-			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "and", MarkSetValue: 0xffffbfff}},
-		// loadBalancerSourceRanges: the firewall chain's source match
-		{"firewall, several ranges (nft)", `ip saddr != { 10.0.0.0/8, 198.51.100.10, 203.0.113.0/25 } drop`,
-			inspect.NFTRuleInfo{Saddr: []string{"10.0.0.0/8", "198.51.100.10", "203.0.113.0/25"}, SaddrNot: true, Verdict: "drop"}},
-		{"firewall single range (nft prints no braces)", `ip6 saddr != 2001:db8::/64 drop`,
-			inspect.NFTRuleInfo{Saddr: []string{"2001:db8::/64"}, SaddrNot: true, Verdict: "drop"}},
-		{"saddr set reference", `ip saddr @allowed accept`,
-			inspect.NFTRuleInfo{Sets: []string{"allowed"}, Verdict: "accept"}},
-		// the packet mark restored from the connection mark (CNIs)
-		{"mark set ct mark", `meta mark set ct mark`,
-			inspect.NFTRuleInfo{MarkFromCT: true, MarkFromCTMask: 0xffffffff}},
-		{"mark set ct mark and mask", `meta mark set ct mark & 0x0000ff00 accept`,
-			inspect.NFTRuleInfo{MarkFromCT: true, MarkFromCTMask: 0xff00, Verdict: "accept"}},
-		{"ct mark is not the packet mark", `ct mark set mark`, inspect.NFTRuleInfo{}},
-		{"masquerading ≥1.36 (source)", `mark and 0x4000 != 0 mark set mark xor 0x4000 masquerade fully-random`,
-			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0, MarkTestOp: "!=",
-				HasMarkSet: true, MarkSetOp: "xor", MarkSetValue: 0x4000, Masquerade: true, FullyRandom: true}},
-		{"masquerading ≥1.36 (nft)", `meta mark & 0x00004000 != 0x00000000 meta mark set meta mark ^ 0x00004000 masquerade fully-random`,
-			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0, MarkTestOp: "!=",
-				HasMarkSet: true, MarkSetOp: "xor", MarkSetValue: 0x4000, Masquerade: true, FullyRandom: true}},
-		{"hairpin set", `ct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections masquerade fully-random`,
-			inspect.NFTRuleInfo{Sets: []string{"hairpin-connections"}, Masquerade: true, FullyRandom: true}},
-		{"masquerading ≤1.35 return (source)", `mark and 0x4000 == 0 return`,
-			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestOp: "==", Verdict: "return"}},
-		{"masquerading ≤1.35 return (nft)", `meta mark & 0x00004000 == 0x00000000 return`,
-			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestOp: "==", Verdict: "return"}},
-		{"masquerading ≤1.35 xor", `mark set mark xor 0x4000`,
-			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "xor", MarkSetValue: 0x4000}},
-		{"masquerade without flags", `masquerade`, inspect.NFTRuleInfo{Masquerade: true}},
-		{"masquerade with flag list", `masquerade random,fully-random`, inspect.NFTRuleInfo{Masquerade: true, FullyRandom: true}},
-		{"mark test plain", `meta mark 0x00004000 accept`,
-			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0xffffffff, MarkTestValue: 0x4000, MarkTestOp: "==", Verdict: "accept"}},
-		{"iptables-nft mark test", `meta mark & 0x00004000 != 0x00004000 counter packets 0 bytes 0 return`,
-			inspect.NFTRuleInfo{HasMarkTest: true, MarkTestMask: 0x4000, MarkTestValue: 0x4000, MarkTestOp: "!=", Verdict: "return"}},
-		{"≤1.35 jump mark-for-masquerade", `ip daddr 172.30.0.41 tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade`,
-			inspect.NFTRuleInfo{Jumps: []string{"mark-for-masquerade"}, Saddr: []string{"10.0.0.0/8"}, SaddrNot: true}},
-
-		// service dispatch
-		{"≤1.35 numgen vmap (source)", `numgen random mod 2 vmap { 0 : goto ` + ep0 + ` , 1 : goto ` + ep1 + ` }`,
-			inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: []string{ep0, ep1}}},
-		{"≤1.35 numgen vmap (nft)", `numgen random mod 2 vmap { 0 : goto ` + ep0 + `, 1 : goto ` + ep1 + ` }`,
-			inspect.NFTRuleInfo{Gotos: []string{ep0, ep1}, Numgen: 2, NumgenTargets: []string{ep0, ep1}}},
-		{"numgen vmap with jump", `numgen inc mod 2 offset 0 vmap { 0 : jump a, 1 : jump b }`,
-			inspect.NFTRuleInfo{Jumps: []string{"a", "b"}, Numgen: 2, NumgenTargets: []string{"a", "b"}}},
-		{"≥1.36 dnat map (source)", `meta l4proto tcp dnat ip addr . port to numgen random mod 2 map { 0 : 10.180.0.4 . 80 , 1 : 10.180.0.5 . 80 }`,
-			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.4:80", "10.180.0.5:80"}, Numgen: 2,
-				NumgenTargets: []string{"10.180.0.4:80", "10.180.0.5:80"}}},
-		{"≥1.36 dnat map (nft)", `meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.180.0.4 . 80, 1 : 10.180.0.5 . 80 }`,
-			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.4:80", "10.180.0.5:80"}, Numgen: 2,
-				NumgenTargets: []string{"10.180.0.4:80", "10.180.0.5:80"}}},
-		{"1.36 single-endpoint map", `meta l4proto tcp dnat ip addr . port to numgen random mod 1 map { 0 : 10.180.0.1 . 80 }`,
-			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1:80"}, Numgen: 1, NumgenTargets: []string{"10.180.0.1:80"}}},
-		{"dnat map, elements out of order", `dnat ip to numgen random mod 3 map { 2 : 10.0.0.3 . 80, 0 : 10.0.0.1 . 80, 1 : 10.0.0.2 . 80 }`,
-			inspect.NFTRuleInfo{DNAT: []string{"10.0.0.3:80", "10.0.0.1:80", "10.0.0.2:80"}, Numgen: 3,
-				NumgenTargets: []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"}}},
-		{"1.37 single dnat", `meta l4proto tcp dnat to 10.180.0.1:80`, inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1:80"}}},
-		{"dnat without port", `dnat to 10.180.0.1`, inspect.NFTRuleInfo{DNAT: []string{"10.180.0.1"}}},
-		{"dnat addr . port", `dnat ip addr . port to 10.0.0.1 . 8080`, inspect.NFTRuleInfo{DNAT: []string{"10.0.0.1:8080"}}},
-		{"dnat from a named map", `dnat ip to ip daddr . tcp dport map @svc`, inspect.NFTRuleInfo{Maps: []string{"svc"}}},
-		{"dnat with flags", `dnat to 10.0.0.1:80 persistent`, inspect.NFTRuleInfo{DNAT: []string{"10.0.0.1:80"}}},
-
-		// IPv6
-		{"IPv6 single dnat", `meta l4proto tcp dnat to [fd00:10:180::1]:80`, inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::1]:80"}}},
-		{"IPv6 single dnat, family", `dnat ip6 to [fd00::1]:80`, inspect.NFTRuleInfo{DNAT: []string{"[fd00::1]:80"}}},
-		{"IPv6 dnat map (source)", `meta l4proto tcp dnat ip6 addr . port to numgen random mod 2 map { 0 : fd00:10:180::4 . 80 , 1 : fd00:10:180::5 . 80 }`,
-			inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}, Numgen: 2,
-				NumgenTargets: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}}},
-		{"IPv6 dnat map (nft)", `meta l4proto tcp dnat ip6 to numgen random mod 2 map { 0 : fd00:10:180::4 . 80, 1 : fd00:10:180::5 . 80 }`,
-			inspect.NFTRuleInfo{DNAT: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}, Numgen: 2,
-				NumgenTargets: []string{"[fd00:10:180::4]:80", "[fd00:10:180::5]:80"}}},
-		{"IPv6 dnat without port", `dnat ip6 to fd00::1`, inspect.NFTRuleInfo{DNAT: []string{"fd00::1"}}},
-		{"IPv6 affinity check", `ip6 saddr @` + af6 + ` goto ` + ep6,
-			inspect.NFTRuleInfo{Gotos: []string{ep6}, Sets: []string{af6}}},
-		{"IPv6 affinity update", `update @` + af6 + ` { ip6 saddr }`, inspect.NFTRuleInfo{Sets: []string{af6}}},
-		{"IPv6 firewall", `ip6 saddr != 2001:db8:203::/64 drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"2001:db8:203::/64"}, SaddrNot: true}},
-
-		// ClientIP affinity
-		{"affinity check", `ip saddr @` + aff + ` goto ` + epA, inspect.NFTRuleInfo{Gotos: []string{epA}, Sets: []string{aff}}},
-		{"affinity update", `update @` + aff + ` { ip saddr }`, inspect.NFTRuleInfo{Sets: []string{aff}}},
-		{"affinity numgen mod 1", `numgen random mod 1 vmap { 0 : goto ` + epA + ` }`,
-			inspect.NFTRuleInfo{Gotos: []string{epA}, Numgen: 1, NumgenTargets: []string{epA}}},
-
-		// fixed chains
-		{"vmap service-ips", `ip daddr . meta l4proto . th dport vmap @service-ips`, inspect.NFTRuleInfo{VMaps: []string{"service-ips"}}},
-		{"vmap nodeports", `fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports`,
-			inspect.NFTRuleInfo{VMaps: []string{"service-nodeports"}}},
-		{"vmap with set", `ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports`,
-			inspect.NFTRuleInfo{VMaps: []string{"service-nodeports"}, Sets: []string{"nodeport-ips"}}},
-		{"inline verdict map", `meta l4proto . th dport vmap { tcp . 3001 : drop, udp . 53 : goto reject-chain }`,
-			inspect.NFTRuleInfo{Gotos: []string{"reject-chain"}}},
-		{"jump", `ct state new jump firewall-check`, inspect.NFTRuleInfo{Jumps: []string{"firewall-check"}}},
-		{"goto", `goto service-ULMVA6XW-ns1/svc1/tcp/p80`, inspect.NFTRuleInfo{Gotos: []string{"service-ULMVA6XW-ns1/svc1/tcp/p80"}}},
-		{"reject", `ip daddr @cluster-ips reject`, inspect.NFTRuleInfo{Sets: []string{"cluster-ips"}, Verdict: "reject"}},
-		{"reject with", `reject with icmpx admin-prohibited`, inspect.NFTRuleInfo{Verdict: "reject"}},
-		{"firewall (source)", `ip saddr != { 203.0.113.0/25 } drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"203.0.113.0/25"}, SaddrNot: true}},
-		{"firewall (nft)", `ip saddr != 203.0.113.0/25 drop`, inspect.NFTRuleInfo{Verdict: "drop", Saddr: []string{"203.0.113.0/25"}, SaddrNot: true}},
-		{"drop unallocated", `ip daddr { 172.30.0.0/16 } drop`, inspect.NFTRuleInfo{Verdict: "drop"}},
-		{"counter name", `counter name "localhost-nodeport-rejected-tcp" reject`, inspect.NFTRuleInfo{Verdict: "reject"}},
-		{"external local", `fib saddr type local mark set mark or 0x4000`,
-			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
-		{"trailing comment ignored", `meta mark set meta mark | 0x00004000 comment "drop it"`,
-			inspect.NFTRuleInfo{HasMarkSet: true, MarkSetOp: "or", MarkSetValue: 0x4000}},
-		{"policy is no verdict", `type filter hook input priority 0; policy drop;`, inspect.NFTRuleInfo{}},
-
-		// iptables-nft seen through nft
-		{"probability 0.05", `meta random & 2147483647 < 107374182 counter packets 0 bytes 0 jump KUBE-SEP-X`,
-			inspect.NFTRuleInfo{Jumps: []string{"KUBE-SEP-X"}, Probability: 107374182.0 / (1 << 31)}},
-		{"xt match recent", `meta l4proto tcp xt match recent counter packets 0 bytes 0 dnat to 10.180.0.3:80`,
-			inspect.NFTRuleInfo{DNAT: []string{"10.180.0.3:80"}, XT: []string{"recent"}}},
-		{"xt quoted", `xt match "sctp" xt target "MASQUERADE"`, inspect.NFTRuleInfo{XT: []string{"sctp", "MASQUERADE"}}},
-		{"XT not found", `counter packets 0 bytes 0 XT target DNAT not found`, inspect.NFTRuleInfo{XT: []string{"DNAT"}}},
-		{"empty", ``, inspect.NFTRuleInfo{}},
-	}
+	tests := analyzeNFTRuleCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := analyzeRule(tt.text)

@@ -419,6 +419,23 @@ func TestNFTRuleToIPRule(t *testing.T) {
 // list. It needs root, ip, nft and iptables-nft-restore, and is skipped
 // otherwise and in -short mode.
 func TestNFTLiveNetns(t *testing.T) {
+	ns := newLiveNetns(t)
+	ns.kubeProxyAndForeign()
+	ns.iptablesNFT()
+	ns.iptablesNFTAtScale()
+	ns.kubeProxyAtScale()
+}
+
+// liveNetns is a throw-away network namespace the live test loads
+// rulesets into and lists them from.
+type liveNetns struct {
+	t    *testing.T
+	name string
+}
+
+// newLiveNetns creates the namespace, deleted when t ends; it skips t
+// without root or the tools.
+func newLiveNetns(t *testing.T) *liveNetns {
 	if testing.Short() {
 		t.Skip("-short")
 	}
@@ -435,29 +452,52 @@ func TestNFTLiveNetns(t *testing.T) {
 		t.Skipf("cannot create a network namespace: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	run := func(stdin []byte, args ...string) []byte {
-		t.Helper()
-		cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
-		cmd.Stdin = bytes.NewReader(stdin)
-		if args[0] == "nft" {
-			// nft prints "# Warning: table ip nat is managed by
-			// iptables-nft" and, inside ip6 rules, "XT target DNAT not
-			// found" on stderr: read both as a terminal user sees them
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-			}
-			return out
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+	return &liveNetns{t: t, name: ns}
+}
+
+// run runs a command in the namespace with stdin, and returns its output.
+func (n *liveNetns) run(stdin []byte, args ...string) []byte {
+	t := n.t
+	t.Helper()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	if args[0] == "nft" {
+		// nft prints "# Warning: table ip nat is managed by
+		// iptables-nft" and, inside ip6 rules, "XT target DNAT not
+		// found" on stderr: read both as a terminal user sees them
+		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, stderr.String())
+			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
 		}
 		return out
 	}
-	// kube-proxy's nftables mode, 1.37 shapes, plus another CNI's tables
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// listed parses what `nft list ruleset` and `nft -j list ruleset` list.
+func (n *liveNetns) listed() (text, js *inspect.Ruleset) {
+	n.t.Helper()
+	textRS, err := ParseText(bytes.NewReader(n.run(nil, "nft", "list", "ruleset")), "live")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	jsRS, err := ParseJSON(bytes.NewReader(n.run(nil, "nft", "-j", "list", "ruleset")), "live")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return textRS, jsRS
+}
+
+// kubeProxyAndForeign: kube-proxy's nftables mode, 1.37 shapes, plus
+// another CNI's tables, in every form.
+func (n *liveNetns) kubeProxyAndForeign() {
+	t := n.t
 	var knft bytes.Buffer
 	for _, phase := range []string{"table", "chain|set|map|counter", "rule", "element"} {
 		for _, f := range []string{"kp137-ipv4.knft", "kp137-ipv6.knft"} {
@@ -469,18 +509,9 @@ func TestNFTLiveNetns(t *testing.T) {
 			}
 		}
 	}
-	run(knft.Bytes(), "nft", "-f", "-")
-	run(readAll(t, "testdata/foreign.nft"), "nft", "-f", "-")
-	text, js := run(nil, "nft", "list", "ruleset"), run(nil, "nft", "-j", "list", "ruleset")
-	parse := func(b []byte, f func(*bytes.Reader) (*inspect.Ruleset, error)) *inspect.Ruleset {
-		rs, err := f(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rs
-	}
-	textRS := parse(text, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseText(r, "live") })
-	jsRS := parse(js, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseJSON(r, "live") })
+	n.run(knft.Bytes(), "nft", "-f", "-")
+	n.run(readAll(t, "testdata/foreign.nft"), "nft", "-f", "-")
+	textRS, jsRS := n.listed()
 	compareForms(t, map[string]*inspect.Ruleset{
 		"knftables": parseFiles(t, "testdata/kp137-ipv4.knft", "testdata/kp137-ipv6.knft"),
 		"text":      textRS,
@@ -490,42 +521,49 @@ func TestNFTLiveNetns(t *testing.T) {
 	if len(textRS.NFTables) != 6 {
 		t.Errorf("%d nftables tables, want 6 (2 kube-proxy + 4 foreign)", len(textRS.NFTables))
 	}
+}
 
-	// iptables-nft: the same node seen by iptables-nft-save and by nft
-	run(nil, "nft", "flush", "ruleset")
-	run(readAll(t, "testdata/kp137-iptables-nft-ipv4.rules"), "iptables-nft-restore", "-c")
-	run(readAll(t, "testdata/kp137-iptables-nft-ipv6.rules"), "ip6tables-nft-restore", "-c")
-	save := parseSaveForTest(t, append(run(nil, "iptables-nft-save", "-c"), run(nil, "ip6tables-nft-save", "-c")...))
-	text, js = run(nil, "nft", "list", "ruleset"), run(nil, "nft", "-j", "list", "ruleset")
-	compareWithSave(t, save, parse(text, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseText(r, "live") }), true)
-	compareWithSave(t, save, parse(js, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseJSON(r, "live") }), false)
+// iptablesNFT: the same node seen by iptables-nft-save and by nft.
+func (n *liveNetns) iptablesNFT() {
+	t := n.t
+	n.run(nil, "nft", "flush", "ruleset")
+	n.run(readAll(t, "testdata/kp137-iptables-nft-ipv4.rules"), "iptables-nft-restore", "-c")
+	n.run(readAll(t, "testdata/kp137-iptables-nft-ipv6.rules"), "ip6tables-nft-restore", "-c")
+	save := parseSaveForTest(t, append(n.run(nil, "iptables-nft-save", "-c"), n.run(nil, "ip6tables-nft-save", "-c")...))
+	text, js := n.listed()
+	compareWithSave(t, save, text, true)
+	compareWithSave(t, save, js, false)
+}
 
-	// at scale: kube-proxy-shaped iptables rules for 300 services × 20
-	// endpoints (every probability 1/20 … 1/2)
-	run(nil, "nft", "flush", "ruleset")
-	run(genRestore(300, 20), "iptables-nft-restore")
-	save = parseSaveForTest(t, run(nil, "iptables-nft-save"))
-	text, js = run(nil, "nft", "list", "ruleset"), run(nil, "nft", "-j", "list", "ruleset")
-	rsText := parse(text, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseText(r, "live") })
-	compareWithSave(t, save, rsText, true)
-	compareWithSave(t, save, parse(js, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseJSON(r, "live") }), false)
-	if n := rsText.IPTable(kubeproxy.IPv4, "nat").RuleCount(); n < 300*41 {
-		t.Errorf("%d nat rules", n)
+// iptablesNFTAtScale: kube-proxy-shaped iptables rules for 300 services
+// × 20 endpoints (every probability 1/20 … 1/2).
+func (n *liveNetns) iptablesNFTAtScale() {
+	t := n.t
+	n.run(nil, "nft", "flush", "ruleset")
+	n.run(genRestore(300, 20), "iptables-nft-restore")
+	save := parseSaveForTest(t, n.run(nil, "iptables-nft-save"))
+	text, js := n.listed()
+	compareWithSave(t, save, text, true)
+	compareWithSave(t, save, js, false)
+	if c := text.IPTable(kubeproxy.IPv4, "nat").RuleCount(); c < 300*41 {
+		t.Errorf("%d nat rules", c)
 	}
+}
 
-	// and kube-proxy's nftables mode at scale, in the generator's shapes
+// kubeProxyAtScale: kube-proxy's nftables mode at scale, in the
+// generator's shapes.
+func (n *liveNetns) kubeProxyAtScale() {
+	t := n.t
 	for _, shape := range []genShape{shape137, shape135} {
-		run(nil, "nft", "flush", "ruleset")
+		n.run(nil, "nft", "flush", "ruleset")
 		var gen bytes.Buffer
 		genText(&gen, shape, 300, 20)
-		run(gen.Bytes(), "nft", "-f", "-")
-		text, js = run(nil, "nft", "list", "ruleset"), run(nil, "nft", "-j", "list", "ruleset")
+		n.run(gen.Bytes(), "nft", "-f", "-")
+		textRS, jsRS := n.listed()
 		genRS, err := ParseText(bytes.NewReader(gen.Bytes()), "generated")
 		if err != nil {
 			t.Fatal(err)
 		}
-		textRS := parse(text, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseText(r, "live") })
-		jsRS := parse(js, func(r *bytes.Reader) (*inspect.Ruleset, error) { return ParseJSON(r, "live") })
 		compareForms(t, map[string]*inspect.Ruleset{"generated": genRS, "text": textRS, "json": jsRS})
 		compareRuleText(t, genRS, textRS)
 		compareRuleText(t, textRS, jsRS)
