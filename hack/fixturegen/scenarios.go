@@ -232,7 +232,18 @@ func nextRV() string {
 
 func isIPv6(ip string) bool { return strings.Contains(ip, ":") }
 
+// build makes the Service and the EndpointSlices the controllers would
+// write for it.
 func (s svcSpec) build() (*v1.Service, []*discovery.EndpointSlice) {
+	svc := s.service()
+	if s.noSlices || s.typ == v1.ServiceTypeExternalName {
+		return svc, nil
+	}
+	return svc, s.slices(svc)
+}
+
+// service makes the Service object.
+func (s svcSpec) service() *v1.Service {
 	svc := &v1.Service{
 		TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -258,37 +269,54 @@ func (s svcSpec) build() (*v1.Service, []*discovery.EndpointSlice) {
 		svc.Spec.ExternalName = s.externalName
 		svc.Spec.SessionAffinity = v1.ServiceAffinityNone
 	} else {
-		svc.Spec.ClusterIP = s.clusterIPs[0]
-		svc.Spec.ClusterIPs = s.clusterIPs
-		var fams []v1.IPFamily
-		if s.clusterIPs[0] == v1.ClusterIPNone {
-			fams = []v1.IPFamily{v1.IPv4Protocol}
-		} else {
-			for _, ip := range s.clusterIPs {
-				if isIPv6(ip) {
-					fams = append(fams, v1.IPv6Protocol)
-				} else {
-					fams = append(fams, v1.IPv4Protocol)
-				}
+		s.clusterIPSpec(&svc.Spec)
+	}
+	s.portSpec(&svc.Spec)
+	svc.Spec.ExternalIPs = s.externalIPs
+	if s.trafficDistribution != "" {
+		svc.Spec.TrafficDistribution = ptrTo(s.trafficDistribution)
+	}
+	s.externalSpec(svc)
+	return svc
+}
+
+// clusterIPSpec fills what a Service with cluster IPs has: its families,
+// internal traffic policy and session affinity.
+func (s svcSpec) clusterIPSpec(spec *v1.ServiceSpec) {
+	spec.ClusterIP = s.clusterIPs[0]
+	spec.ClusterIPs = s.clusterIPs
+	var fams []v1.IPFamily
+	if s.clusterIPs[0] == v1.ClusterIPNone {
+		fams = []v1.IPFamily{v1.IPv4Protocol}
+	} else {
+		for _, ip := range s.clusterIPs {
+			if isIPv6(ip) {
+				fams = append(fams, v1.IPv6Protocol)
+			} else {
+				fams = append(fams, v1.IPv4Protocol)
 			}
 		}
-		svc.Spec.IPFamilies = fams
-		pol := v1.IPFamilyPolicySingleStack
-		if len(fams) > 1 {
-			pol = v1.IPFamilyPolicyRequireDualStack
-		}
-		svc.Spec.IPFamilyPolicy = &pol
-		itp := v1.ServiceInternalTrafficPolicyCluster
-		if s.itpLocal {
-			itp = v1.ServiceInternalTrafficPolicyLocal
-		}
-		svc.Spec.InternalTrafficPolicy = &itp
-		svc.Spec.SessionAffinity = v1.ServiceAffinityNone
-		if s.affinity {
-			svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
-			svc.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(10800))}}
-		}
 	}
+	spec.IPFamilies = fams
+	pol := v1.IPFamilyPolicySingleStack
+	if len(fams) > 1 {
+		pol = v1.IPFamilyPolicyRequireDualStack
+	}
+	spec.IPFamilyPolicy = &pol
+	itp := v1.ServiceInternalTrafficPolicyCluster
+	if s.itpLocal {
+		itp = v1.ServiceInternalTrafficPolicyLocal
+	}
+	spec.InternalTrafficPolicy = &itp
+	spec.SessionAffinity = v1.ServiceAffinityNone
+	if s.affinity {
+		spec.SessionAffinity = v1.ServiceAffinityClientIP
+		spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(10800))}}
+	}
+}
+
+// portSpec fills the ports, TCP and port = targetPort unless said.
+func (s svcSpec) portSpec(spec *v1.ServiceSpec) {
 	for _, p := range s.ports {
 		proto := p.proto
 		if proto == "" {
@@ -298,7 +326,7 @@ func (s svcSpec) build() (*v1.Service, []*discovery.EndpointSlice) {
 		if target == 0 {
 			target = p.port
 		}
-		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{
+		spec.Ports = append(spec.Ports, v1.ServicePort{
 			Name:       p.name,
 			Protocol:   proto,
 			Port:       p.port,
@@ -306,10 +334,11 @@ func (s svcSpec) build() (*v1.Service, []*discovery.EndpointSlice) {
 			NodePort:   p.nodePort,
 		})
 	}
-	svc.Spec.ExternalIPs = s.externalIPs
-	if s.trafficDistribution != "" {
-		svc.Spec.TrafficDistribution = ptrTo(s.trafficDistribution)
-	}
+}
+
+// externalSpec fills the external traffic policy and a LoadBalancer's
+// source ranges and status.
+func (s svcSpec) externalSpec(svc *v1.Service) {
 	if s.typ == v1.ServiceTypeNodePort || s.typ == v1.ServiceTypeLoadBalancer {
 		etp := v1.ServiceExternalTrafficPolicyCluster
 		if s.etpLocal {
@@ -330,116 +359,126 @@ func (s svcSpec) build() (*v1.Service, []*discovery.EndpointSlice) {
 			})
 		}
 	}
+}
 
+// slices makes one EndpointSlice per family of the Service, IPv4 first.
+func (s svcSpec) slices(svc *v1.Service) []*discovery.EndpointSlice {
 	var slices []*discovery.EndpointSlice
-	if s.noSlices || s.typ == v1.ServiceTypeExternalName {
-		return svc, nil
-	}
-	mk := func(fam discovery.AddressType, eps []ep, name string) *discovery.EndpointSlice {
-		labels := map[string]string{
-			discovery.LabelServiceName: s.name,
-			discovery.LabelManagedBy:   "endpointslice-controller.k8s.io",
-		}
-		if s.apiserver {
-			delete(labels, discovery.LabelManagedBy)
-		}
-		if svc.Spec.ClusterIP == v1.ClusterIPNone {
-			labels[v1.IsHeadlessService] = ""
-		}
-		sl := &discovery.EndpointSlice{
-			TypeMeta: metav1.TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name:              name,
-				Namespace:         s.ns,
-				UID:               uid("EndpointSlice", s.ns, name),
-				ResourceVersion:   nextRV(),
-				CreationTimestamp: fixedTime,
-				Labels:            labels,
-				Annotations: map[string]string{
-					"endpoints.kubernetes.io/last-change-trigger-time": fixedTime.UTC().Format(time.RFC3339),
-				},
-			},
-			AddressType: fam,
-		}
-		if !s.apiserver {
-			sl.GenerateName = s.name + "-"
-			sl.OwnerReferences = []metav1.OwnerReference{{
-				APIVersion:         "v1",
-				Kind:               "Service",
-				Name:               s.name,
-				UID:                svc.UID,
-				Controller:         ptrTo(true),
-				BlockOwnerDeletion: ptrTo(true),
-			}}
-		} else {
-			delete(sl.Annotations, "endpoints.kubernetes.io/last-change-trigger-time")
-		}
-		if s.emptySlice {
-			// The controller's placeholder slice: no endpoints, no ports.
-			return sl
-		}
-		for _, p := range svc.Spec.Ports {
-			sl.Ports = append(sl.Ports, discovery.EndpointPort{
-				Name:     ptrTo(p.Name),
-				Port:     ptrTo(p.TargetPort.IntVal),
-				Protocol: ptrTo(p.Protocol),
-			})
-		}
-		for _, e := range eps {
-			d := discovery.Endpoint{
-				Addresses: []string{e.ip},
-				Conditions: discovery.EndpointConditions{
-					Ready:       ptrTo(e.ready),
-					Serving:     ptrTo(e.serving),
-					Terminating: ptrTo(e.terminating),
-				},
-			}
-			if s.apiserver {
-				d.Conditions = discovery.EndpointConditions{Ready: ptrTo(e.ready)}
-			}
-			if e.node != "" {
-				d.NodeName = ptrTo(e.node)
-				d.Zone = ptrTo("zone-" + strings.TrimPrefix(e.node, "node-"))
-			}
-			if len(e.zoneHints) > 0 || len(e.nodeHints) > 0 {
-				d.Hints = &discovery.EndpointHints{}
-				for _, z := range e.zoneHints {
-					d.Hints.ForZones = append(d.Hints.ForZones, discovery.ForZone{Name: z})
-				}
-				for _, n := range e.nodeHints {
-					d.Hints.ForNodes = append(d.Hints.ForNodes, discovery.ForNode{Name: n})
-				}
-			}
-			if e.pod != "" {
-				d.TargetRef = &v1.ObjectReference{
-					Kind:      "Pod",
-					Namespace: s.ns,
-					Name:      e.pod,
-					UID:       uid("Pod", s.ns, e.pod),
-				}
-			}
-			sl.Endpoints = append(sl.Endpoints, d)
-		}
-		return sl
-	}
-	sliceName := func(fam string) string {
-		if s.apiserver {
-			return s.name // default/kubernetes
-		}
-		return s.name + "-" + shortHash(s.ns+"/"+s.name+"/"+fam, 5)
-	}
 	hasV4, hasV6 := false, false
 	for _, f := range svc.Spec.IPFamilies {
 		hasV4 = hasV4 || f == v1.IPv4Protocol
 		hasV6 = hasV6 || f == v1.IPv6Protocol
 	}
 	if hasV4 {
-		slices = append(slices, mk(discovery.AddressTypeIPv4, s.v4, sliceName("v4")))
+		slices = append(slices, s.slice(svc, discovery.AddressTypeIPv4, s.v4, s.sliceName("v4")))
 	}
 	if hasV6 {
-		slices = append(slices, mk(discovery.AddressTypeIPv6, s.v6, sliceName("v6")))
+		slices = append(slices, s.slice(svc, discovery.AddressTypeIPv6, s.v6, s.sliceName("v6")))
 	}
-	return svc, slices
+	return slices
+}
+
+// sliceName is the controller's generated name, or the apiserver's.
+func (s svcSpec) sliceName(fam string) string {
+	if s.apiserver {
+		return s.name // default/kubernetes
+	}
+	return s.name + "-" + shortHash(s.ns+"/"+s.name+"/"+fam, 5)
+}
+
+// slice makes the EndpointSlice of one family, as the EndpointSlice
+// controller (or, for default/kubernetes, the apiserver) writes it.
+func (s svcSpec) slice(svc *v1.Service, fam discovery.AddressType, eps []ep, name string) *discovery.EndpointSlice {
+	labels := map[string]string{
+		discovery.LabelServiceName: s.name,
+		discovery.LabelManagedBy:   "endpointslice-controller.k8s.io",
+	}
+	if s.apiserver {
+		delete(labels, discovery.LabelManagedBy)
+	}
+	if svc.Spec.ClusterIP == v1.ClusterIPNone {
+		labels[v1.IsHeadlessService] = ""
+	}
+	sl := &discovery.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              name,
+			Namespace:         s.ns,
+			UID:               uid("EndpointSlice", s.ns, name),
+			ResourceVersion:   nextRV(),
+			CreationTimestamp: fixedTime,
+			Labels:            labels,
+			Annotations: map[string]string{
+				"endpoints.kubernetes.io/last-change-trigger-time": fixedTime.UTC().Format(time.RFC3339),
+			},
+		},
+		AddressType: fam,
+	}
+	if !s.apiserver {
+		sl.GenerateName = s.name + "-"
+		sl.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion:         "v1",
+			Kind:               "Service",
+			Name:               s.name,
+			UID:                svc.UID,
+			Controller:         ptrTo(true),
+			BlockOwnerDeletion: ptrTo(true),
+		}}
+	} else {
+		delete(sl.Annotations, "endpoints.kubernetes.io/last-change-trigger-time")
+	}
+	if s.emptySlice {
+		// The controller's placeholder slice: no endpoints, no ports.
+		return sl
+	}
+	for _, p := range svc.Spec.Ports {
+		sl.Ports = append(sl.Ports, discovery.EndpointPort{
+			Name:     ptrTo(p.Name),
+			Port:     ptrTo(p.TargetPort.IntVal),
+			Protocol: ptrTo(p.Protocol),
+		})
+	}
+	for _, e := range eps {
+		sl.Endpoints = append(sl.Endpoints, s.endpoint(e))
+	}
+	return sl
+}
+
+// endpoint is one endpoint of a slice, with its zone, hints and pod.
+func (s svcSpec) endpoint(e ep) discovery.Endpoint {
+	d := discovery.Endpoint{
+		Addresses: []string{e.ip},
+		Conditions: discovery.EndpointConditions{
+			Ready:       ptrTo(e.ready),
+			Serving:     ptrTo(e.serving),
+			Terminating: ptrTo(e.terminating),
+		},
+	}
+	if s.apiserver {
+		d.Conditions = discovery.EndpointConditions{Ready: ptrTo(e.ready)}
+	}
+	if e.node != "" {
+		d.NodeName = ptrTo(e.node)
+		d.Zone = ptrTo("zone-" + strings.TrimPrefix(e.node, "node-"))
+	}
+	if len(e.zoneHints) > 0 || len(e.nodeHints) > 0 {
+		d.Hints = &discovery.EndpointHints{}
+		for _, z := range e.zoneHints {
+			d.Hints.ForZones = append(d.Hints.ForZones, discovery.ForZone{Name: z})
+		}
+		for _, n := range e.nodeHints {
+			d.Hints.ForNodes = append(d.Hints.ForNodes, discovery.ForNode{Name: n})
+		}
+	}
+	if e.pod != "" {
+		d.TargetRef = &v1.ObjectReference{
+			Kind:      "Pod",
+			Namespace: s.ns,
+			Name:      e.pod,
+			UID:       uid("Pod", s.ns, e.pod),
+		}
+	}
+	return d
 }
 
 func ptrTo[T any](v T) *T { return &v }
