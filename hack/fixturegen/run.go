@@ -626,31 +626,11 @@ func swapNFTables(p any, wrap func(knftables.Interface) knftables.Interface) err
 func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 	setupMetrics("nftables")
 	first, final := finalObjects(sc)
-	ps := map[v1.IPFamily]proxier{}
-	raws := map[v1.IPFamily]any{}
-	tees := map[v1.IPFamily]*teeNFT{}
-	rec := newRecorder()
-	for _, f := range families {
-		p, raw, err := newNFTablesProxier(ctx, sc, f, rec)
-		if err != nil {
-			return fmt.Errorf("NewProxier(%s): %w", f, err)
-		}
-		fam := knftables.IPv4Family
-		if f == v1.IPv6Protocol {
-			fam = knftables.IPv6Family
-		}
-		t := &teeNFT{fake: knftables.NewFake(fam, "kube-proxy"), txlog: &bytes.Buffer{}}
-		if err := swapNFTables(raw, func(real knftables.Interface) knftables.Interface {
-			t.Interface = real
-			return t
-		}); err != nil {
-			return err
-		}
-		ps[f] = p
-		raws[f] = raw
-		tees[f] = t
+	run, err := newNFTRun(ctx, sc)
+	if err != nil {
+		return err
 	}
-	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
+	mp := metaproxier.NewMetaProxier(run.ps[v1.IPv4Protocol], run.ps[v1.IPv6Protocol])
 	markLoopStarted()
 	tellTopology(mp, sc)
 	feed(mp, first)
@@ -661,15 +641,72 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 	for i := 0; i < sc.ExtraSyncs; i++ {
 		syncNow(mp)
 	}
-	// chains kube-proxy has flushed and will delete in a later sync
+	if err := run.recordStaleChains(sc, out); err != nil {
+		return err
+	}
+	if err := loadForeignNFT(sc, out); err != nil {
+		return err
+	}
+	if err := run.writeDumps(sc, out); err != nil {
+		return err
+	}
+	if err := writeNFTRuleset(out); err != nil {
+		return err
+	}
+	m, err := scrapeMetrics()
+	if err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(out, "metrics-nftables.txt"), m)
+}
+
+// nftRun is an nftables-mode run: one proxier per family, each with its
+// knftables interface teed into a fake that gives the knftables dump.
+type nftRun struct {
+	ps   map[v1.IPFamily]proxier
+	raws map[v1.IPFamily]any // the *nftables.Proxier behind ps
+	tees map[v1.IPFamily]*teeNFT
+}
+
+// newNFTRun makes the proxiers of both families and tees their nft.
+func newNFTRun(ctx context.Context, sc *Scenario) (*nftRun, error) {
+	run := &nftRun{ps: map[v1.IPFamily]proxier{}, raws: map[v1.IPFamily]any{}, tees: map[v1.IPFamily]*teeNFT{}}
+	rec := newRecorder()
+	for _, f := range families {
+		p, raw, err := newNFTablesProxier(ctx, sc, f, rec)
+		if err != nil {
+			return nil, fmt.Errorf("NewProxier(%s): %w", f, err)
+		}
+		fam := knftables.IPv4Family
+		if f == v1.IPv6Protocol {
+			fam = knftables.IPv6Family
+		}
+		t := &teeNFT{fake: knftables.NewFake(fam, "kube-proxy"), txlog: &bytes.Buffer{}}
+		if err := swapNFTables(raw, func(real knftables.Interface) knftables.Interface {
+			t.Interface = real
+			return t
+		}); err != nil {
+			return nil, err
+		}
+		run.ps[f] = p
+		run.raws[f] = raw
+		run.tees[f] = t
+	}
+	return run, nil
+}
+
+// recordStaleChains writes to meta.json the chains kube-proxy has flushed
+// and will delete in a later sync; there are some exactly when the
+// scenario has churn.
+func (run *nftRun) recordStaleChains(sc *Scenario, out string) error {
 	var stale []ChainRef
 	for _, f := range families {
-		names, err := staleChainsOf(raws[f])
+		names, err := staleChainsOf(run.raws[f])
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
-			ch := tees[f].fake.Table.Chains[n]
+			ch := run.tees[f].fake.Table.Chains[n]
 			if ch == nil || len(ch.Rules) != 0 {
 				return fmt.Errorf("%s: stale chain %s is not an empty chain in the ruleset", f, n)
 			}
@@ -680,22 +717,30 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 		return fmt.Errorf("%d stale nftables chains after the syncs (churn: %v)", len(stale), sc.Churn != nil)
 	}
 	if len(stale) > 0 {
-		if err := updateMeta(out, func(m *meta) { m.StaleChains = stale }); err != nil {
-			return err
-		}
+		return updateMeta(out, func(m *meta) { m.StaleChains = stale })
 	}
-	if sc.NFTForeign != "" {
-		cmd := exec.Command("nft", "-f", "-")
-		cmd.Stdin = strings.NewReader(sc.NFTForeign)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("nft -f (foreign ruleset): %w: %s", err, b)
-		}
-		if err := writeFile(filepath.Join(out, "nftables", "foreign.nft"), []byte(sc.NFTForeign)); err != nil {
-			return err
-		}
+	return nil
+}
+
+// loadForeignNFT loads the scenario's foreign ruleset next to
+// kube-proxy's, and keeps a copy.
+func loadForeignNFT(sc *Scenario, out string) error {
+	if sc.NFTForeign == "" {
+		return nil
 	}
+	cmd := exec.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(sc.NFTForeign)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft -f (foreign ruleset): %w: %s", err, b)
+	}
+	return writeFile(filepath.Join(out, "nftables", "foreign.nft"), []byte(sc.NFTForeign))
+}
+
+// writeDumps writes each family's knftables dump (and, with
+// FIXTUREGEN_WORK, its transaction log).
+func (run *nftRun) writeDumps(sc *Scenario, out string) error {
 	for _, f := range families {
-		t := tees[f]
+		t := run.tees[f]
 		if t.err != nil {
 			return fmt.Errorf("%s: %w", f, t.err)
 		}
@@ -706,6 +751,12 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 			_ = writeFile(filepath.Join(dir, sc.Name, "nft-transactions-"+famSuffix(f)+".txt"), t.txlog.Bytes())
 		}
 	}
+	return nil
+}
+
+// writeNFTRuleset writes the kernel's ruleset as nft lists it, JSON
+// (normalised) and text.
+func writeNFTRuleset(out string) error {
 	for _, c := range []struct {
 		file string
 		args []string
@@ -727,11 +778,7 @@ func runNFTables(ctx context.Context, sc *Scenario, out string) error {
 			return err
 		}
 	}
-	m, err := scrapeMetrics()
-	if err != nil {
-		return err
-	}
-	return writeFile(filepath.Join(out, "metrics-nftables.txt"), m)
+	return nil
 }
 
 // staleChainsOf reads the unexported staleChains map of an *nftables.Proxier:
