@@ -559,24 +559,7 @@ func nftablesExpected(family, dump string, rulesetJSON []byte) ([]ExpectedChain,
 	if fake.Table == nil {
 		return nil, fmt.Errorf("no table in dump")
 	}
-
-	// references (for "stale"): rules and verdict-map elements
-	refs := map[string]bool{}
-	for _, ch := range fake.Table.Chains {
-		for _, r := range ch.Rules {
-			for _, m := range nftRefRE.FindAllStringSubmatch(r.Rule, -1) {
-				refs[m[1]] = true
-			}
-		}
-	}
-	for _, m := range fake.Table.Maps {
-		for _, el := range m.Elements {
-			for _, m := range nftRefRE.FindAllStringSubmatch(strings.Join(el.Value, " "), -1) {
-				refs[m[1]] = true
-			}
-		}
-	}
-
+	refs := nftReferences(fake.Table)
 	// the same chains must be in the kernel (nft -j list ruleset)
 	kernel, err := kernelChains(rulesetJSON, string(fam))
 	if err != nil {
@@ -593,53 +576,8 @@ func nftablesExpected(family, dump string, rulesetJSON []byte) ([]ExpectedChain,
 		for _, k := range nftKinds {
 			if strings.HasPrefix(name, k.prefix) && strings.Contains(name, "/") {
 				e.Kind = k.kind
-				rest := name[len(k.prefix):]
-				// <hash8>-<ns>/<name>/<proto>/<port>[__<ip>/<port>]
-				if len(rest) < 10 || rest[8] != '-' {
-					return nil, fmt.Errorf("unexpected chain name %q", name)
-				}
-				hash, base := rest[:8], rest[9:]
-				if strings.HasSuffix(base, "...") {
-					return nil, fmt.Errorf("truncated chain name %q not handled", name)
-				}
-				if b32hash(base, 8) != hash {
-					return nil, fmt.Errorf("chain %s: name hash mismatch", name)
-				}
-				svcPart, epPart, isEP := strings.Cut(base, "__")
-				parts := strings.Split(svcPart, "/")
-				if len(parts) != 4 {
-					return nil, fmt.Errorf("unexpected chain name %q", name)
-				}
-				e.ServicePort = parts[0] + "/" + parts[1]
-				if parts[3] != "" {
-					e.ServicePort += ":" + parts[3]
-				}
-				e.Protocol = strings.ToUpper(parts[2])
-				if e.Kind == "endpoint" {
-					if !isEP {
-						return nil, fmt.Errorf("endpoint chain %q without endpoint part", name)
-					}
-					// endpoint from kube-proxy's own DNAT rule
-					for _, r := range ch.Rules {
-						if m := nftDNATRE.FindStringSubmatch(r.Rule); m != nil {
-							e.Endpoint = m[1]
-						}
-					}
-					// cross-check with the readable name (IPv6 ':' written as '.')
-					ip, p, _ := strings.Cut(epPart, "/")
-					if family == "IPv6" {
-						ip = strings.ReplaceAll(ip, ".", ":")
-					}
-					switch {
-					case e.Endpoint == "" && len(ch.Rules) == 0:
-						// flushed by kube-proxy (stale, deleted by a later
-						// sync): only the name is left
-						e.Endpoint = net.JoinHostPort(ip, p)
-					case e.Endpoint == "":
-						return nil, fmt.Errorf("endpoint chain %s has no dnat rule", name)
-					case net.JoinHostPort(ip, p) != e.Endpoint:
-						return nil, fmt.Errorf("endpoint chain %s: dnat to %s", name, e.Endpoint)
-					}
+				if err := nftServiceChain(&e, k.prefix, ch); err != nil {
+					return nil, err
 				}
 				e.Stale = !refs[name]
 			}
@@ -650,6 +588,88 @@ func nftablesExpected(family, dump string, rulesetJSON []byte) ([]ExpectedChain,
 		return nil, fmt.Errorf("chain %s is in the kernel but not in the knftables dump", name)
 	}
 	return out, nil
+}
+
+// nftReferences are the chains something jumps to or goes to, from a rule
+// or a verdict-map element: the others are stale.
+func nftReferences(t *knftables.FakeTable) map[string]bool {
+	refs := map[string]bool{}
+	for _, ch := range t.Chains {
+		for _, r := range ch.Rules {
+			for _, m := range nftRefRE.FindAllStringSubmatch(r.Rule, -1) {
+				refs[m[1]] = true
+			}
+		}
+	}
+	for _, m := range t.Maps {
+		for _, el := range m.Elements {
+			for _, m := range nftRefRE.FindAllStringSubmatch(strings.Join(el.Value, " "), -1) {
+				refs[m[1]] = true
+			}
+		}
+	}
+	return refs
+}
+
+// nftServiceChain fills e (Kind set) from a per-service chain's readable
+// name, <prefix><hash8>-<ns>/<name>/<proto>/<port>[__<ip>/<port>],
+// checking the name's hash and, for an endpoint chain, its DNAT rule.
+func nftServiceChain(e *ExpectedChain, prefix string, ch *knftables.FakeChain) error {
+	name := e.Chain
+	rest := name[len(prefix):]
+	if len(rest) < 10 || rest[8] != '-' {
+		return fmt.Errorf("unexpected chain name %q", name)
+	}
+	hash, base := rest[:8], rest[9:]
+	if strings.HasSuffix(base, "...") {
+		return fmt.Errorf("truncated chain name %q not handled", name)
+	}
+	if b32hash(base, 8) != hash {
+		return fmt.Errorf("chain %s: name hash mismatch", name)
+	}
+	svcPart, epPart, isEP := strings.Cut(base, "__")
+	parts := strings.Split(svcPart, "/")
+	if len(parts) != 4 {
+		return fmt.Errorf("unexpected chain name %q", name)
+	}
+	e.ServicePort = parts[0] + "/" + parts[1]
+	if parts[3] != "" {
+		e.ServicePort += ":" + parts[3]
+	}
+	e.Protocol = strings.ToUpper(parts[2])
+	if e.Kind != "endpoint" {
+		return nil
+	}
+	if !isEP {
+		return fmt.Errorf("endpoint chain %q without endpoint part", name)
+	}
+	return nftEndpoint(e, epPart, ch)
+}
+
+// nftEndpoint sets an endpoint chain's endpoint from kube-proxy's own DNAT
+// rule, cross-checked with the readable name (IPv6 ':' written as '.').
+func nftEndpoint(e *ExpectedChain, epPart string, ch *knftables.FakeChain) error {
+	name := e.Chain
+	for _, r := range ch.Rules {
+		if m := nftDNATRE.FindStringSubmatch(r.Rule); m != nil {
+			e.Endpoint = m[1]
+		}
+	}
+	ip, p, _ := strings.Cut(epPart, "/")
+	if e.Family == "IPv6" {
+		ip = strings.ReplaceAll(ip, ".", ":")
+	}
+	switch {
+	case e.Endpoint == "" && len(ch.Rules) == 0:
+		// flushed by kube-proxy (stale, deleted by a later sync): only
+		// the name is left
+		e.Endpoint = net.JoinHostPort(ip, p)
+	case e.Endpoint == "":
+		return fmt.Errorf("endpoint chain %s has no dnat rule", name)
+	case net.JoinHostPort(ip, p) != e.Endpoint:
+		return fmt.Errorf("endpoint chain %s: dnat to %s", name, e.Endpoint)
+	}
+	return nil
 }
 
 func kernelChains(rulesetJSON []byte, family string) (map[string]bool, error) {
