@@ -1,8 +1,10 @@
 # kubectl-proxyrules
 #
 #   make demo      build and run the main job on a bundled example (no cluster)
-#   make test      install test dependencies when missing, vet, unit + real-tool tests, brief fuzzing,
-#                  then the end-to-end suite on a real cluster on this machine (hack/e2e.mk)
+#   make test      install test dependencies when missing, vet, unit + real-tool tests, the race
+#                  detector, brief fuzzing, then the end-to-end suite on a real cluster on this
+#                  machine (hack/e2e.mk)
+#   make race      the race detector (and checkptr) over the code with goroutines, pools and unsafe
 #   make fixtures  regenerate testdata/fixtures from kube-proxy's own code (root, network namespaces)
 #   make bench     benchmarks: whole commands on generated nodes of 1,250-5,000 Services,
 #                  parsers, object decoding, attribution (BENCH=regexp COUNT=n)
@@ -15,7 +17,7 @@ BIN       := $(CACHE)/bin
 PLUGIN    := $(BIN)/kubectl-proxyrules
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test test-deps vet unit fuzz fixtures bench clean
+.PHONY: all build demo test test-deps vet unit race fuzz fixtures bench clean
 
 all: build
 
@@ -45,7 +47,7 @@ demo: build
 	@echo '$$ kubectl proxyrules explain svc/ingress -n shop --port http --from-dump …'
 	@$(PLUGIN) explain svc/ingress -n shop --port http $(DEMO_IN); test $$? -eq 2
 
-test: test-deps vet unit fuzz e2e
+test: test-deps vet unit race fuzz e2e
 
 test-deps:
 	@bash hack/test-deps.sh
@@ -56,7 +58,19 @@ vet:
 
 unit:
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race -run 'Parallel|Sweep' ./correlate ./plugin
+
+# The race detector, which also checks every unsafe.Pointer conversion
+# (checkptr), over the packages that run goroutines, share sync.Pools or
+# make strings with unsafe: the parsers (parallel nft readers, arena
+# strings), correlate (parallel attribution), the collector (streams of a
+# remote command) and cmd (Ctrl-C). Of plugin, the tests of what runs
+# concurrently: loads (files read in parallel), sweeps (nodes in
+# parallel, objects shared), the streamed output and bundles.
+RACE_PKGS := ./inspect/... ./correlate ./plugin/collect ./cmd/...
+RACE_PLUGIN := Parallel|Sweep|Load|Targeted|Streamed|Bundle|Collect
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -run '$(RACE_PLUGIN)' ./plugin
 
 fuzz:
 	@bash hack/fuzz.sh $(FUZZTIME)

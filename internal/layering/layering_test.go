@@ -37,12 +37,51 @@ var rules = []struct {
 	// pulls in golang.org/x/term for exec terminals).
 	direct bool
 }{
-	{"kubeproxy", [][]string{kubernetesAPI, cobra, terminal, project("inspect", "correlate", "diagnose", "plugin")}, "the vocabulary is a leaf", false},
+	{"kubeproxy", [][]string{kubernetesAPI, cobra, terminal, project("inspect", "evaluate", "correlate", "diagnose", "plugin")}, "the vocabulary is a leaf", false},
 	{"inspect", [][]string{kubernetesAPI, cobra, terminal, project("evaluate", "correlate", "diagnose", "plugin")}, "inspect parses rulesets and knows no Kubernetes objects", false},
 	{"evaluate", [][]string{kubernetesAPI, cobra, terminal, project("correlate", "diagnose", "plugin")}, "evaluate walks packets through the rules model and a few node facts; it knows no Kubernetes object (labels come from correlate)", false},
 	{"correlate", [][]string{client, cobra, terminal, project("diagnose", "plugin")}, "correlate joins rules with API objects; it reaches no cluster and no terminal", false},
 	{"diagnose", [][]string{client, cobra, terminal, project("plugin")}, "diagnose judges; it knows no cluster, no command line and no terminal", false},
 	{"plugin/collect", [][]string{cobra, terminal, project("diagnose")}, "collect reaches the node; commands and rendering are the plugin's", true},
+}
+
+// unstaged are the places outside the stages: the commands and their
+// rendering (plugin, cmd), test and build helpers, the krew manifest's
+// checks.
+var unstaged = []string{"cmd", "plugin", "internal", "hack", "e2e", "krew"}
+
+// placeOf is the stage rule or unstaged place a package (its path below
+// the module) belongs to, "" for none.
+func placeOf(rel string) string {
+	for _, r := range rules {
+		if rel == r.prefix || strings.HasPrefix(rel, r.prefix+"/") {
+			return r.prefix
+		}
+	}
+	for _, u := range unstaged {
+		if rel == u || strings.HasPrefix(rel, u+"/") {
+			return u
+		}
+	}
+	return ""
+}
+
+// Every package has a place, so that a new one (an IPVS or conntrack
+// reader, a new stage) is checked from its first commit: under inspect/ it
+// is a parser (no Kubernetes objects), elsewhere it needs a rule here and
+// a row in ARCHITECTURE.md.
+func TestEveryPackageHasAPlace(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if placeOf(rel) == "" {
+			t.Errorf("package %s has no place: give it a stage in internal/layering (rules) and ARCHITECTURE.md", rel)
+		}
+	}
+	for rel, want := range map[string]string{"inspect/conntrack": "inspect", "inspect/ipvs": "inspect", "ipvs": "", "plugin/collect": "plugin/collect", "pluginx": "", "evaluate": "evaluate"} {
+		if got := placeOf(rel); got != want {
+			t.Errorf("placeOf(%s) = %q, want %q", rel, got, want)
+		}
+	}
 }
 
 type pkg struct {
