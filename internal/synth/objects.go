@@ -59,7 +59,34 @@ func (c Cluster) WriteObjectsKubectl(w io.Writer) error {
 	p("{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n")
 	sep := ""
 	for i := 0; i < c.Services; i++ {
-		p(`%s        {
+		p(kubectlService, sep, c.name(i), 1000+i, uid(1, i), c.clusterIP(i))
+		sep = ",\n"
+	}
+	for i := 0; i < c.Services; i++ {
+		c.writeSliceKubectl(p, sep, i)
+	}
+	p("\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n")
+	return bw.Flush()
+}
+
+// writeSliceKubectl writes Service i's EndpointSlice, its endpoints
+// between the slice's head and tail (keys sorted: "endpoints" comes
+// before "kind" and "metadata").
+func (c Cluster) writeSliceKubectl(p func(format string, args ...any), sep string, i int) {
+	p(kubectlSliceHead, sep)
+	for j := 0; j < c.Endpoints; j++ {
+		comma := ","
+		if j == c.Endpoints-1 {
+			comma = ""
+		}
+		p(kubectlEndpoint, c.podIP(i, j), c.nodeOf(i, j), c.podName(i, j), uid(3, i*c.Endpoints+j), comma)
+	}
+	p(kubectlSliceTail, c.name(i), uid(1, i), 20000+i, uid(2, i))
+}
+
+// The objects as kubectl prints them, verb arguments in order. A
+// Service: separator, name, resourceVersion, UID, cluster IP.
+const kubectlService = `%s        {
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {
@@ -99,21 +126,17 @@ func (c Cluster) WriteObjectsKubectl(w io.Writer) error {
             "status": {
                 "loadBalancer": {}
             }
-        }`, sep, c.name(i), 1000+i, uid(1, i), c.clusterIP(i))
-		sep = ",\n"
-	}
-	for i := 0; i < c.Services; i++ {
-		p(`%s        {
+        }`
+
+// An EndpointSlice's head: separator.
+const kubectlSliceHead = `%s        {
             "addressType": "IPv4",
             "apiVersion": "discovery.k8s.io/v1",
             "endpoints": [
-`, sep)
-		for j := 0; j < c.Endpoints; j++ {
-			comma := ","
-			if j == c.Endpoints-1 {
-				comma = ""
-			}
-			p(`                {
+`
+
+// One endpoint: IP, node, pod name, pod UID, "," unless the last.
+const kubectlEndpoint = `                {
                     "addresses": [
                         "%s"
                     ],
@@ -130,9 +153,11 @@ func (c Cluster) WriteObjectsKubectl(w io.Writer) error {
                         "uid": "%s"
                     }
                 }%s
-`, c.podIP(i, j), c.nodeOf(i, j), c.podName(i, j), uid(3, i*c.Endpoints+j), comma)
-		}
-		p(`            ],
+`
+
+// An EndpointSlice's tail: Service name, Service UID, resourceVersion,
+// UID.
+const kubectlSliceTail = `            ],
             "kind": "EndpointSlice",
             "metadata": {
                 "annotations": {
@@ -167,8 +192,4 @@ func (c Cluster) WriteObjectsKubectl(w io.Writer) error {
                     "protocol": "TCP"
                 }
             ]
-        }`, c.name(i), uid(1, i), 20000+i, uid(2, i))
-	}
-	p("\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n")
-	return bw.Flush()
-}
+        }`
