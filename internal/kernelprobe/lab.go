@@ -186,6 +186,43 @@ type From string
 // uplink network) fails the test.
 func NewLab(t testing.TB, cfg LabConfig) *Lab {
 	t.Helper()
+	skipWithoutTools(t)
+	checkConfig(t, cfg)
+
+	l := &Lab{NodeIPs: cfg.NodeIPs, PodIP: cfg.PodIP, OutsideIP: cfg.OutsideIP}
+	l.nextPort.Store(firstAutoPort)
+	l.openNode(t, cfg.Node)
+	var has6 bool
+	for _, a := range cfg.NodeIPs {
+		has6 = has6 || a.Is6()
+	}
+	l.setUpNode(t, has6)
+	l.addSink(t, cfg, has6)
+	if cfg.PodIP.IsValid() {
+		l.Pod = l.Node + "-pod"
+		l.client(t, &l.Pod, ifPod, macNodePod, macPod, cfg.PodIP, podGW4, podGW6)
+	}
+	if cfg.OutsideIP.IsValid() {
+		l.Outside = l.Node + "-out"
+		l.client(t, &l.Outside, ifOutside, macNodeOutside, macOutside, cfg.OutsideIP, outsideGW4, outsideGW6)
+	}
+	// Devices made after the sysctls: their own rp_filter copies default,
+	// set above; set it again per device for an existing node whose
+	// default was not 0 when they were made.
+	var devs []string
+	for _, d := range []struct{ ns, dev string }{{l.Sink, ifSink}, {l.Pod, ifPod}, {l.Outside, ifOutside}} {
+		if d.ns != "" {
+			devs = append(devs, "net.ipv4.conf."+d.dev+".rp_filter=0")
+		}
+	}
+	sysctl(t, l.Node, devs...)
+	return l
+}
+
+// skipWithoutTools skips the test unless it runs as root with the tools
+// the lab needs.
+func skipWithoutTools(t testing.TB) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("kernel probe skipped: needs root to create network namespaces")
 	}
@@ -194,18 +231,20 @@ func NewLab(t testing.TB, cfg LabConfig) *Lab {
 			t.Skipf("kernel probe skipped: %s not installed (make test-deps installs it)", tool)
 		}
 	}
-	checkConfig(t, cfg)
+}
 
-	l := &Lab{NodeIPs: cfg.NodeIPs, PodIP: cfg.PodIP, OutsideIP: cfg.OutsideIP}
-	l.nextPort.Store(firstAutoPort)
-	fresh := cfg.Node == ""
+// openNode creates a fresh node namespace (deleted when the test ends),
+// or takes the caller's node.
+func (l *Lab) openNode(t testing.TB, node string) {
+	t.Helper()
+	fresh := node == ""
 	if fresh {
 		l.Node = fmt.Sprintf("kprobe-%d-%d", os.Getpid(), counter.Add(1))
 		if out, err := exec.Command("ip", "netns", "add", l.Node).CombinedOutput(); err != nil {
 			t.Skipf("kernel probe skipped: cannot create a network namespace: %v: %s", err, out)
 		}
 	} else {
-		l.Node = cfg.Node
+		l.Node = node
 		if _, err := os.Stat("/run/netns/" + l.Node); err != nil {
 			t.Fatalf("kernel probe: node namespace %s: %v", l.Node, err)
 		}
@@ -218,13 +257,14 @@ func NewLab(t testing.TB, cfg LabConfig) *Lab {
 			delNS(t, l.Node)
 		}
 	})
-	var has6 bool
-	for _, a := range cfg.NodeIPs {
-		has6 = has6 || a.Is6()
-	}
+}
 
-	// The node: forwarding on (a fresh namespace copies IPv4 conf/all from
-	// the host, which may have it off). rp_filter off: every source here
+// setUpNode sets the node's sysctls, brings up loopback and turns
+// conntrack on (skipping the test when its table cannot be read).
+func (l *Lab) setUpNode(t testing.TB, has6 bool) {
+	t.Helper()
+	// Forwarding on (a fresh namespace copies IPv4 conf/all from the
+	// host, which may have it off). rp_filter off: every source here
 	// has a host route back through the veth it arrives on, so strict
 	// mode would pass as built, but a caller's own routes or Node must not
 	// see probes dropped by a reverse-path check, which is routing, not
@@ -254,7 +294,12 @@ func NewLab(t testing.TB, cfg LabConfig) *Lab {
 	if _, err := l.conntrack(false); err != nil {
 		t.Skipf("kernel probe skipped: cannot read the node's conntrack table (kernel without CONFIG_NF_CONNTRACK_PROCFS?): %v", err)
 	}
+}
 
+// addSink makes the sink namespace and, on the node, the node IPs and the
+// routes of SinkCIDRs through it.
+func (l *Lab) addSink(t testing.TB, cfg LabConfig, has6 bool) {
+	t.Helper()
 	// The sink: one address, no routes but the local one, forwarding off.
 	// What it receives is not for it and goes nowhere; any ICMP error it
 	// would send has no route back.
@@ -291,26 +336,6 @@ func NewLab(t testing.TB, cfg LabConfig) *Lab {
 		}
 	}
 	l.nodeBatch(t, cmds...)
-
-	if cfg.PodIP.IsValid() {
-		l.Pod = l.Node + "-pod"
-		l.client(t, &l.Pod, ifPod, macNodePod, macPod, cfg.PodIP, podGW4, podGW6)
-	}
-	if cfg.OutsideIP.IsValid() {
-		l.Outside = l.Node + "-out"
-		l.client(t, &l.Outside, ifOutside, macNodeOutside, macOutside, cfg.OutsideIP, outsideGW4, outsideGW6)
-	}
-	// Devices made after the sysctls: their own rp_filter copies default,
-	// set above; set it again per device for an existing node whose
-	// default was not 0 when they were made.
-	var devs []string
-	for _, d := range []struct{ ns, dev string }{{l.Sink, ifSink}, {l.Pod, ifPod}, {l.Outside, ifOutside}} {
-		if d.ns != "" {
-			devs = append(devs, "net.ipv4.conf."+d.dev+".rp_filter=0")
-		}
-	}
-	sysctl(t, l.Node, devs...)
-	return l
 }
 
 // firstAutoPort and lastAutoPort bound the source ports Send picks when a
