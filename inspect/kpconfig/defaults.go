@@ -194,20 +194,19 @@ func (c *Config) applyBindAddresses(raw rawConfig, d defaults) {
 	if ip := net.ParseIP(c.BindAddress); ip != nil && ip.To4() == nil {
 		healthzHost, metricsHost = "[::]", "[::1]"
 	}
-	c.MetricsBindAddress = raw.metricsBind
-	if c.MetricsBindAddress == "" {
-		c.MetricsBindAddress = fmt.Sprintf("%s:%d", metricsHost, kubeproxy.MetricsPort)
-		d.add(d.name("metricsBindAddress", "MetricsBindAddress"), c.MetricsBindAddress)
-	} else {
-		c.MetricsBindAddress = appendPortIfNeeded(c.MetricsBindAddress, kubeproxy.MetricsPort)
+	c.MetricsBindAddress = d.hostPort(raw.metricsBind, metricsHost, kubeproxy.MetricsPort, "metricsBindAddress", "MetricsBindAddress")
+	c.HealthzBindAddress = d.hostPort(raw.healthzBind, healthzHost, kubeproxy.HealthzPort, "healthzBindAddress", "HealthzBindAddress")
+}
+
+// hostPort is a host:port setting: the default host with the port when
+// absent, a bare IP given the port.
+func (d defaults) hostPort(v, defaultHost string, port int, v1alpha1, internal string) string {
+	if v == "" {
+		v = fmt.Sprintf("%s:%d", defaultHost, port)
+		d.add(d.name(v1alpha1, internal), v)
+		return v
 	}
-	c.HealthzBindAddress = raw.healthzBind
-	if c.HealthzBindAddress == "" {
-		c.HealthzBindAddress = fmt.Sprintf("%s:%d", healthzHost, kubeproxy.HealthzPort)
-		d.add(d.name("healthzBindAddress", "HealthzBindAddress"), c.HealthzBindAddress)
-	} else {
-		c.HealthzBindAddress = appendPortIfNeeded(c.HealthzBindAddress, kubeproxy.HealthzPort)
-	}
+	return appendPortIfNeeded(v, port)
 }
 
 // appendPortIfNeeded is proxyutil.AppendPortIfNeeded: a bare IP gets the
