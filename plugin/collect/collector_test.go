@@ -477,30 +477,37 @@ func containsAll(t *testing.T, err error, wants ...string) {
 
 // --- tests --------------------------------------------------------------
 
-func TestCollectDebugPod(t *testing.T) {
+// debugPodCase is one collect through a debug pod and what the pod, the
+// manifest and objects.json must then say.
+type debugPodCase struct {
+	name        string
+	objs        []runtime.Object
+	opts        Options
+	access      func(authzv1.ResourceAttributes) bool
+	user        string // what SelfSubjectReview answers
+	wantNS      string
+	wantImage   string
+	wantOther   []string // kinds besides Services and slices in objects.json
+	wantWarning string
+}
+
+// debugPodFiles are the files, and their kinds, of a full read through a
+// debug pod.
+var debugPodFiles = map[string]string{
+	"objects.json":              KindObjects,
+	"iptables-nft-save.txt":     KindRuleset,
+	"iptables-legacy-save.txt":  KindRuleset,
+	"ip6tables-legacy-save.txt": KindRuleset,
+	"metrics-before.txt":        KindMetrics,
+	"metrics.txt":               KindMetrics,
+	"configz.json":              KindConfig,
+	"proxymode.txt":             KindProxyMode,
+}
+
+func debugPodCases() []debugPodCase {
 	withoutProxy := []runtime.Object{testNodeObj(testNode, corev1.ConditionTrue), testService(), testSlice()}
 	otherNodeProxy := append(slices.Clone(withoutProxy), testNodeObj("node-b", corev1.ConditionTrue), testKubeProxyPod("node-b"))
-	fullFiles := map[string]string{
-		"objects.json":              KindObjects,
-		"iptables-nft-save.txt":     KindRuleset,
-		"iptables-legacy-save.txt":  KindRuleset,
-		"ip6tables-legacy-save.txt": KindRuleset,
-		"metrics-before.txt":        KindMetrics,
-		"metrics.txt":               KindMetrics,
-		"configz.json":              KindConfig,
-		"proxymode.txt":             KindProxyMode,
-	}
-	tests := []struct {
-		name        string
-		objs        []runtime.Object
-		opts        Options
-		access      func(authzv1.ResourceAttributes) bool
-		user        string // what SelfSubjectReview answers
-		wantNS      string
-		wantImage   string
-		wantOther   []string // kinds besides Services and slices in objects.json
-		wantWarning string
-	}{
+	return []debugPodCase{
 		{
 			name:      "node's kube-proxy image",
 			objs:      defaultObjects(),
@@ -554,7 +561,10 @@ func TestCollectDebugPod(t *testing.T) {
 			wantWarning: "no kube-proxy pod on node node-a",
 		},
 	}
-	for _, tc := range tests {
+}
+
+func TestCollectDebugPod(t *testing.T) {
+	for _, tc := range debugPodCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.objs...)
 			e.access = tc.access
@@ -569,110 +579,128 @@ func TestCollectDebugPod(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Collect: %v", err)
 			}
-
-			// The pod: exactly DebugPod's, on the node, and gone now.
-			if len(e.created) != 1 {
-				t.Fatalf("created %d pods, want 1", len(e.created))
-			}
-			want := DebugPod(PodOptions{
-				Node: testNode, Namespace: tc.wantNS, Image: tc.wantImage,
-				PullPolicy: corev1.PullIfNotPresent, DeadlineSeconds: 300, NameSuffix: testSuffix, StartedBy: tc.user,
-			})
-			if diff := cmp.Diff(want, e.created[0]); diff != "" {
-				t.Errorf("created pod (-DebugPod +created):\n%s", diff)
-			}
-			e.checkCleanedUp(t)
-
-			// The commands: all allowed, all in the debug container.
-			e.runner.checkAllowed(t)
-			wantTarget := Target{Namespace: tc.wantNS, Pod: testDebugPod, Container: ContainerName}
-			for _, got := range e.runner.targets {
-				if got != wantTarget {
-					t.Errorf("runner target %+v, want %+v", got, wantTarget)
-				}
-			}
-			for _, p := range e.runner.ports {
-				if p != 10249 {
-					t.Errorf("GET on port %d, want 10249", p)
-				}
-			}
-			if !e.runner.ran("iptables-nft-save") || e.runner.ran("nft list table ip nat") {
-				t.Errorf("want iptables-nft-save and no nft read when it works: %v", e.runner.calls)
-			}
-
-			// The manifest, as returned and as written.
-			b := openBundle(t, e.dir)
-			if diff := cmp.Diff(man, &b.Manifest); diff != "" {
-				t.Errorf("bundle.json differs from the returned manifest (-returned +written):\n%s", diff)
-			}
-			m := b.Manifest
-			if m.Via != ViaDebugPod || m.ProxyMode != "iptables" || m.Backend != "nf_tables" || m.Scope != "full" {
-				t.Errorf("via %q, proxy mode %q, backend %q, scope %q; want debug-pod, iptables, nf_tables, full", m.Via, m.ProxyMode, m.Backend, m.Scope)
-			}
-			if m.Node != testNode || m.Namespace != tc.wantNS || m.Pod != testDebugPod || m.Image != tc.wantImage {
-				t.Errorf("node %q, pod %s/%s, image %q; want %s, %s/%s, %s", m.Node, m.Namespace, m.Pod, m.Image, testNode, tc.wantNS, testDebugPod, tc.wantImage)
-			}
-			if !m.CollectedAt.Equal(fixedTime.Truncate(time.Second)) || m.CollectedAt.Location() != time.UTC {
-				t.Errorf("collectedAt %v, want %v in UTC", m.CollectedAt, fixedTime.Truncate(time.Second).UTC())
-			}
-			if diff := cmp.Diff(fullFiles, fileKinds(&m)); diff != "" {
-				t.Errorf("files and kinds (-want +got):\n%s", diff)
-			}
-			checkSizes(t, b)
-			for _, f := range m.Files {
-				if f.Error != "" || f.Partial {
-					t.Errorf("%s: error %q, partial %v", f.Path, f.Error, f.Partial)
-				}
-			}
-			if got, _ := os.ReadFile(filepath.Join(e.dir, "iptables-nft-save.txt")); string(got) != e.runner.outputs["iptables-nft-save"].out {
-				t.Errorf("iptables-nft-save.txt = %q, want the command's output", got)
-			}
-			if tc.wantWarning == "" && len(m.Warnings) > 0 {
-				t.Errorf("warnings %q, want none", m.Warnings)
-			}
-			if tc.wantWarning != "" && !slices.ContainsFunc(m.Warnings, func(w string) bool { return strings.Contains(w, tc.wantWarning) }) {
-				t.Errorf("warnings %q, want one mentioning %q", m.Warnings, tc.wantWarning)
-			}
-
-			// objects.json: what --from-objects reads.
-			f, err := os.Open(filepath.Join(e.dir, "objects.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			objs, err := correlate.ReadObjects(f, "objects.json")
-			if err != nil {
-				t.Fatalf("objects.json: %v", err)
-			}
-			if len(objs.Services) != 1 || objs.Services[0].Name != "web" || len(objs.EndpointSlices) != 1 || objs.EndpointSlices[0].Name != "web-abc12" {
-				t.Errorf("objects.json: %d services, %d slices; want web and web-abc12", len(objs.Services), len(objs.EndpointSlices))
-			}
-			var other []string
-			for _, o := range objs.Other {
-				switch o := o.(type) {
-				case *corev1.Node:
-					other = append(other, "Node")
-					if o.Name != testNode {
-						t.Errorf("objects.json holds node %q", o.Name)
-					}
-				case *corev1.Pod:
-					other = append(other, "Pod")
-					if o.Name != testProxyPod {
-						t.Errorf("objects.json holds pod %q, want kube-proxy's", o.Name)
-					}
-				case *corev1.ConfigMap:
-					other = append(other, "ConfigMap")
-					if o.Name != "kube-proxy" || o.Data["config.conf"] == "" {
-						t.Errorf("objects.json holds ConfigMap %q with data %v", o.Name, o.Data)
-					}
-				default:
-					other = append(other, fmt.Sprintf("%T", o))
-				}
-			}
-			if diff := cmp.Diff(tc.wantOther, other); diff != "" {
-				t.Errorf("objects.json, other kinds (-want +got):\n%s", diff)
-			}
+			checkDebugPodCreated(t, e, tc)
+			checkDebugPodCommands(t, e, tc)
+			checkDebugPodManifest(t, e, tc, man)
+			checkDebugPodObjects(t, e, tc)
 		})
+	}
+}
+
+// checkDebugPodCreated: the pod is exactly DebugPod's, on the node, and
+// gone now.
+func checkDebugPodCreated(t *testing.T, e *env, tc debugPodCase) {
+	t.Helper()
+	if len(e.created) != 1 {
+		t.Fatalf("created %d pods, want 1", len(e.created))
+	}
+	want := DebugPod(PodOptions{
+		Node: testNode, Namespace: tc.wantNS, Image: tc.wantImage,
+		PullPolicy: corev1.PullIfNotPresent, DeadlineSeconds: 300, NameSuffix: testSuffix, StartedBy: tc.user,
+	})
+	if diff := cmp.Diff(want, e.created[0]); diff != "" {
+		t.Errorf("created pod (-DebugPod +created):\n%s", diff)
+	}
+	e.checkCleanedUp(t)
+}
+
+// checkDebugPodCommands: the commands are all allowed, all in the debug
+// container.
+func checkDebugPodCommands(t *testing.T, e *env, tc debugPodCase) {
+	t.Helper()
+	e.runner.checkAllowed(t)
+	wantTarget := Target{Namespace: tc.wantNS, Pod: testDebugPod, Container: ContainerName}
+	for _, got := range e.runner.targets {
+		if got != wantTarget {
+			t.Errorf("runner target %+v, want %+v", got, wantTarget)
+		}
+	}
+	for _, p := range e.runner.ports {
+		if p != 10249 {
+			t.Errorf("GET on port %d, want 10249", p)
+		}
+	}
+	if !e.runner.ran("iptables-nft-save") || e.runner.ran("nft list table ip nat") {
+		t.Errorf("want iptables-nft-save and no nft read when it works: %v", e.runner.calls)
+	}
+}
+
+// checkDebugPodManifest: the manifest, as returned and as written.
+func checkDebugPodManifest(t *testing.T, e *env, tc debugPodCase, man *Manifest) {
+	t.Helper()
+	b := openBundle(t, e.dir)
+	if diff := cmp.Diff(man, &b.Manifest); diff != "" {
+		t.Errorf("bundle.json differs from the returned manifest (-returned +written):\n%s", diff)
+	}
+	m := b.Manifest
+	if m.Via != ViaDebugPod || m.ProxyMode != "iptables" || m.Backend != "nf_tables" || m.Scope != "full" {
+		t.Errorf("via %q, proxy mode %q, backend %q, scope %q; want debug-pod, iptables, nf_tables, full", m.Via, m.ProxyMode, m.Backend, m.Scope)
+	}
+	if m.Node != testNode || m.Namespace != tc.wantNS || m.Pod != testDebugPod || m.Image != tc.wantImage {
+		t.Errorf("node %q, pod %s/%s, image %q; want %s, %s/%s, %s", m.Node, m.Namespace, m.Pod, m.Image, testNode, tc.wantNS, testDebugPod, tc.wantImage)
+	}
+	if !m.CollectedAt.Equal(fixedTime.Truncate(time.Second)) || m.CollectedAt.Location() != time.UTC {
+		t.Errorf("collectedAt %v, want %v in UTC", m.CollectedAt, fixedTime.Truncate(time.Second).UTC())
+	}
+	if diff := cmp.Diff(debugPodFiles, fileKinds(&m)); diff != "" {
+		t.Errorf("files and kinds (-want +got):\n%s", diff)
+	}
+	checkSizes(t, b)
+	for _, f := range m.Files {
+		if f.Error != "" || f.Partial {
+			t.Errorf("%s: error %q, partial %v", f.Path, f.Error, f.Partial)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.dir, "iptables-nft-save.txt")); string(got) != e.runner.outputs["iptables-nft-save"].out {
+		t.Errorf("iptables-nft-save.txt = %q, want the command's output", got)
+	}
+	if tc.wantWarning == "" && len(m.Warnings) > 0 {
+		t.Errorf("warnings %q, want none", m.Warnings)
+	}
+	if tc.wantWarning != "" && !slices.ContainsFunc(m.Warnings, func(w string) bool { return strings.Contains(w, tc.wantWarning) }) {
+		t.Errorf("warnings %q, want one mentioning %q", m.Warnings, tc.wantWarning)
+	}
+}
+
+// checkDebugPodObjects: objects.json, what --from-objects reads.
+func checkDebugPodObjects(t *testing.T, e *env, tc debugPodCase) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(e.dir, "objects.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	objs, err := correlate.ReadObjects(f, "objects.json")
+	if err != nil {
+		t.Fatalf("objects.json: %v", err)
+	}
+	if len(objs.Services) != 1 || objs.Services[0].Name != "web" || len(objs.EndpointSlices) != 1 || objs.EndpointSlices[0].Name != "web-abc12" {
+		t.Errorf("objects.json: %d services, %d slices; want web and web-abc12", len(objs.Services), len(objs.EndpointSlices))
+	}
+	var other []string
+	for _, o := range objs.Other {
+		switch o := o.(type) {
+		case *corev1.Node:
+			other = append(other, "Node")
+			if o.Name != testNode {
+				t.Errorf("objects.json holds node %q", o.Name)
+			}
+		case *corev1.Pod:
+			other = append(other, "Pod")
+			if o.Name != testProxyPod {
+				t.Errorf("objects.json holds pod %q, want kube-proxy's", o.Name)
+			}
+		case *corev1.ConfigMap:
+			other = append(other, "ConfigMap")
+			if o.Name != "kube-proxy" || o.Data["config.conf"] == "" {
+				t.Errorf("objects.json holds ConfigMap %q with data %v", o.Name, o.Data)
+			}
+		default:
+			other = append(other, fmt.Sprintf("%T", o))
+		}
+	}
+	if diff := cmp.Diff(tc.wantOther, other); diff != "" {
+		t.Errorf("objects.json, other kinds (-want +got):\n%s", diff)
 	}
 }
 
@@ -1052,20 +1080,19 @@ func TestCollectNFTables(t *testing.T) {
 	}
 }
 
-func TestCollectServiceScope(t *testing.T) {
+// scopeChains are web's chains, one other Service's, and what the node
+// lists for each "table chain" in a read scoped to web.
+type scopeChains struct {
+	svc, sepLive, sepGone, otherSvc string
+	outputs                         map[string]string // by "table chain"
+}
+
+func newScopeChains() scopeChains {
 	const spn = "default/web:http"
 	svcChain := correlate.ServiceChain(spn, "tcp")
 	sepLive := correlate.EndpointChain(spn, "tcp", "10.244.1.5:8080")
 	sepGone := correlate.EndpointChain(spn, "tcp", "10.244.1.9:8080") // no longer in the slices
 	otherSvc := correlate.ServiceChain("default/other:http", "tcp")
-
-	// The chains the collector derives from the objects.
-	objs := &correlate.Objects{Services: []*corev1.Service{testService()}, EndpointSlices: []*discoveryv1.EndpointSlice{testSlice()}}
-	owned := correlate.ChainsOfService(objs.ServicePorts())
-	if !slices.Contains(owned, svcChain) || !slices.Contains(owned, sepLive) || slices.Contains(owned, sepGone) {
-		t.Fatalf("ChainsOfService = %v; want %s and %s, not %s", owned, svcChain, sepLive, sepGone)
-	}
-
 	chainOutputs := map[string]string{
 		"nat KUBE-SERVICES": "-N KUBE-SERVICES\n" +
 			"-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment \"default/web:http cluster IP\" -m tcp --dport 80 -j " + svcChain + "\n" +
@@ -1086,9 +1113,23 @@ func TestCollectServiceScope(t *testing.T) {
 		"filter KUBE-SERVICES": "-N KUBE-SERVICES\n",
 		"filter KUBE-FORWARD":  "-N KUBE-FORWARD\n-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP\n",
 	}
-	listChain := func(prog, key string) string {
-		table, chain, _ := strings.Cut(key, " ")
-		return prog + " -t " + table + " -S " + chain
+	return scopeChains{svc: svcChain, sepLive: sepLive, sepGone: sepGone, otherSvc: otherSvc, outputs: chainOutputs}
+}
+
+// listChain is the command that lists key ("table chain") with prog.
+func listChain(prog, key string) string {
+	table, chain, _ := strings.Cut(key, " ")
+	return prog + " -t " + table + " -S " + chain
+}
+
+func TestCollectServiceScope(t *testing.T) {
+	ch := newScopeChains()
+
+	// The chains the collector derives from the objects.
+	objs := &correlate.Objects{Services: []*corev1.Service{testService()}, EndpointSlices: []*discoveryv1.EndpointSlice{testSlice()}}
+	owned := correlate.ChainsOfService(objs.ServicePorts())
+	if !slices.Contains(owned, ch.svc) || !slices.Contains(owned, ch.sepLive) || slices.Contains(owned, ch.sepGone) {
+		t.Fatalf("ChainsOfService = %v; want %s and %s, not %s", owned, ch.svc, ch.sepLive, ch.sepGone)
 	}
 
 	tests := []struct {
@@ -1111,7 +1152,7 @@ func TestCollectServiceScope(t *testing.T) {
 			r.bodies["/proxyMode"] = tc.proxyMode
 			r.outputs["iptables -V"] = fakeResult{out: tc.version + "\n"}
 			r.outputs["nft list tables"] = fakeResult{out: tc.tables}
-			for key, out := range chainOutputs {
+			for key, out := range ch.outputs {
 				r.outputs[listChain("iptables-nft", key)] = fakeResult{out: out}
 			}
 			opts := Options{Node: testNode, Via: ViaDebugPod, ServiceNamespace: "default", ServiceName: "web"}
@@ -1126,81 +1167,101 @@ func TestCollectServiceScope(t *testing.T) {
 			b := openBundle(t, e.dir)
 			checkSizes(t, b)
 			if !tc.wantScope {
-				if man.Scope != "full" {
-					t.Errorf("scope %q, want full", man.Scope)
-				}
-				for _, call := range r.calls[1:] { // [0] is the probe, which sizes KUBE-SERVICES
-					for _, argv := range call {
-						if strings.Contains(argv, " -S ") {
-							t.Errorf("read chain by chain (%s) where the whole tables are as fast", argv)
-						}
-					}
-				}
+				checkReadWhole(t, man, r)
 				return
 			}
-
 			if want := "service default/web"; man.Scope != want || b.Manifest.Scope != want {
 				t.Errorf("scope %q (bundle.json %q), want %q", man.Scope, b.Manifest.Scope, want)
 			}
-			if len(r.calls) != 3 {
-				t.Fatalf("%d runs, want probe, round 1, round 2: %q", len(r.calls), r.calls)
-			}
-			round1 := r.calls[1]
-			for _, want := range []string{
-				"iptables-nft -t nat -S KUBE-SERVICES",
-				"iptables-nft -t nat -S " + svcChain,
-				"iptables-nft -t nat -S " + sepLive,
-				"iptables-nft -t filter -S KUBE-FORWARD",
-			} {
-				if !slices.Contains(round1, want) {
-					t.Errorf("round 1 %q lacks %q", round1, want)
-				}
-			}
-			if diff := cmp.Diff([]string{"iptables-nft -t nat -S " + sepGone}, r.calls[2]); diff != "" {
-				t.Errorf("round 2 (-want +got):\n%s", diff)
-			}
-			if r.ran("iptables-nft -t nat -S "+otherSvc) || r.ran("nft list table ip nat") || r.ran("iptables-nft-save") {
-				t.Errorf("read more than the Service's chains: %q", r.calls)
-			}
-
-			data, err := os.ReadFile(filepath.Join(e.dir, "iptables-nft-nat-chains.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-			if len(lines) < 3 || !strings.HasPrefix(lines[0], "# ") || lines[1] != "*nat" || lines[len(lines)-1] != "COMMIT" || !strings.HasSuffix(string(data), "\n") {
-				t.Errorf("iptables-nft-nat-chains.txt is not a save file:\n%s", data)
-			}
-			for _, key := range []string{"nat KUBE-SERVICES", "nat " + svcChain, "nat " + sepLive, "nat " + sepGone} {
-				if !strings.Contains(string(data), chainOutputs[key]) {
-					t.Errorf("iptables-nft-nat-chains.txt lacks %s", key)
-				}
-			}
-			filter, err := os.ReadFile(filepath.Join(e.dir, "iptables-nft-filter-chains.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(string(filter), "\n*filter\n") || !strings.HasSuffix(string(filter), "\nCOMMIT\n") {
-				t.Errorf("iptables-nft-filter-chains.txt:\n%s", filter)
-			}
-			for _, name := range []string{"iptables-nft-nat-chains.txt", "iptables-nft-filter-chains.txt"} {
-				f := findFile(&b.Manifest, name)
-				if f == nil {
-					t.Errorf("manifest lacks %s: %+v", name, b.Manifest.Files)
-					continue
-				}
-				if !f.Partial || f.Kind != KindRuleset {
-					t.Errorf("%s: partial %v, kind %q; want partial ruleset", name, f.Partial, f.Kind)
-				}
-			}
-			// 4 fixed nat chains, the SVC chain and both SEP chains.
-			if f := findFile(&b.Manifest, "iptables-nft-nat-chains.txt"); f != nil && !strings.Contains(f.Command, "(7 chains present)") {
-				t.Errorf("nat command %q, want 7 chains present", f.Command)
-			}
+			checkScopedRounds(t, r, ch)
+			checkScopedFiles(t, e, b, ch)
 			if kinds := fileKinds(&b.Manifest); kinds["metrics.txt"] != KindMetrics || kinds["objects.json"] != KindObjects && !tc.given {
 				t.Errorf("files %v", kinds)
 			}
 		})
+	}
+}
+
+// checkReadWhole: where a scoped read is no faster, the whole tables are
+// read, not chain by chain.
+func checkReadWhole(t *testing.T, man *Manifest, r *fakeRunner) {
+	t.Helper()
+	if man.Scope != "full" {
+		t.Errorf("scope %q, want full", man.Scope)
+	}
+	for _, call := range r.calls[1:] { // [0] is the probe, which sizes KUBE-SERVICES
+		for _, argv := range call {
+			if strings.Contains(argv, " -S ") {
+				t.Errorf("read chain by chain (%s) where the whole tables are as fast", argv)
+			}
+		}
+	}
+}
+
+// checkScopedRounds: the probe, then the chains the objects name, then
+// the endpoint chain round 1 found that the objects no longer name; no
+// other Service's chain and no whole table.
+func checkScopedRounds(t *testing.T, r *fakeRunner, ch scopeChains) {
+	t.Helper()
+	if len(r.calls) != 3 {
+		t.Fatalf("%d runs, want probe, round 1, round 2: %q", len(r.calls), r.calls)
+	}
+	round1 := r.calls[1]
+	for _, want := range []string{
+		"iptables-nft -t nat -S KUBE-SERVICES",
+		"iptables-nft -t nat -S " + ch.svc,
+		"iptables-nft -t nat -S " + ch.sepLive,
+		"iptables-nft -t filter -S KUBE-FORWARD",
+	} {
+		if !slices.Contains(round1, want) {
+			t.Errorf("round 1 %q lacks %q", round1, want)
+		}
+	}
+	if diff := cmp.Diff([]string{"iptables-nft -t nat -S " + ch.sepGone}, r.calls[2]); diff != "" {
+		t.Errorf("round 2 (-want +got):\n%s", diff)
+	}
+	if r.ran("iptables-nft -t nat -S "+ch.otherSvc) || r.ran("nft list table ip nat") || r.ran("iptables-nft-save") {
+		t.Errorf("read more than the Service's chains: %q", r.calls)
+	}
+}
+
+// checkScopedFiles: the chains read are written as partial save files,
+// one a table.
+func checkScopedFiles(t *testing.T, e *env, b *Bundle, ch scopeChains) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.dir, "iptables-nft-nat-chains.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "# ") || lines[1] != "*nat" || lines[len(lines)-1] != "COMMIT" || !strings.HasSuffix(string(data), "\n") {
+		t.Errorf("iptables-nft-nat-chains.txt is not a save file:\n%s", data)
+	}
+	for _, key := range []string{"nat KUBE-SERVICES", "nat " + ch.svc, "nat " + ch.sepLive, "nat " + ch.sepGone} {
+		if !strings.Contains(string(data), ch.outputs[key]) {
+			t.Errorf("iptables-nft-nat-chains.txt lacks %s", key)
+		}
+	}
+	filter, err := os.ReadFile(filepath.Join(e.dir, "iptables-nft-filter-chains.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(filter), "\n*filter\n") || !strings.HasSuffix(string(filter), "\nCOMMIT\n") {
+		t.Errorf("iptables-nft-filter-chains.txt:\n%s", filter)
+	}
+	for _, name := range []string{"iptables-nft-nat-chains.txt", "iptables-nft-filter-chains.txt"} {
+		f := findFile(&b.Manifest, name)
+		if f == nil {
+			t.Errorf("manifest lacks %s: %+v", name, b.Manifest.Files)
+			continue
+		}
+		if !f.Partial || f.Kind != KindRuleset {
+			t.Errorf("%s: partial %v, kind %q; want partial ruleset", name, f.Partial, f.Kind)
+		}
+	}
+	// 4 fixed nat chains, the SVC chain and both SEP chains.
+	if f := findFile(&b.Manifest, "iptables-nft-nat-chains.txt"); f != nil && !strings.Contains(f.Command, "(7 chains present)") {
+		t.Errorf("nat command %q, want 7 chains present", f.Command)
 	}
 }
 
