@@ -426,158 +426,178 @@ func sparseArchive(t *testing.T, name string, realSize int64) {
 	}
 }
 
+// manifestListing is a bundle.json listing files, each "kind:path".
+func manifestListing(files ...string) string {
+	var fs []string
+	for _, f := range files {
+		kind, path, _ := strings.Cut(f, ":")
+		fs = append(fs, fmt.Sprintf(`{"path":%q,"kind":%q,"bytes":1}`, path, kind))
+	}
+	return `{"kind":"Bundle","node":"node-a","files":[` + strings.Join(fs, ",") + `]}`
+}
+
+// hostileManifest lists hostileRules, the one file of a bundle.
+var (
+	hostileManifest = tarEntry{name: "node-a/" + ManifestFile, body: okManifest}
+	hostileRules    = tarEntry{name: "node-a/rules.txt", body: "*nat\nCOMMIT\n"}
+)
+
+// tooManyEntries is a bundle with more entries than any ever has.
+func tooManyEntries() []tarEntry {
+	many := []tarEntry{hostileManifest, hostileRules}
+	for i := 0; i < MaxArchiveEntries; i++ {
+		many = append(many, tarEntry{name: fmt.Sprintf("node-a/unlisted-%05d", i)})
+	}
+	return many
+}
+
+// smallLimits caps each file at 100 B and a bundle's files at 150 B.
+var smallLimits = Limits{File: func(kind string) int64 { return 100 }, Total: 150}
+
+// hostileCase is an archive built to hurt the reader, and what opening it
+// must do.
+type hostileCase struct {
+	name    string
+	build   func(t *testing.T, name string)
+	limits  Limits
+	wantErr string // "" when it opens
+	// wantFiles are the files extracted (when it opens).
+	wantFiles []string
+}
+
+var hostileBundleCases = []hostileCase{
+	{
+		name:    "a sparse entry (4.9 kB that would write 200 MB)",
+		build:   func(t *testing.T, name string) { sparseArchive(t, name, 200<<20) },
+		wantErr: "sparse file",
+	},
+	{
+		name: "entries bundle.json does not list are not extracted",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, hostileManifest, hostileRules, tarEntry{name: "node-a/extra.txt", body: "x"}, tarEntry{name: "node-a/more/deep.txt", body: "y"})
+		},
+		wantFiles: []string{"rules.txt"},
+	},
+	{
+		name: "files of kinds no analysis reads are not extracted",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing("ruleset:rules.txt", "failed:half.txt", "info:v.txt")},
+				hostileRules, tarEntry{name: "node-a/half.txt", body: "x"}, tarEntry{name: "node-a/v.txt", body: "v"})
+		},
+		wantFiles: []string{"rules.txt"},
+	},
+	{
+		name:    "more entries than a bundle ever has",
+		build:   func(t *testing.T, name string) { writeTarGz(t, name, tooManyEntries()...) },
+		wantErr: fmt.Sprintf("more than %d entries", MaxArchiveEntries),
+	},
+	{
+		name: "a file larger than the cap on its kind",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, hostileManifest, tarEntry{name: "node-a/rules.txt", body: strings.Repeat("#", 101)})
+		},
+		limits:  smallLimits,
+		wantErr: "bundle file rules.txt is larger than the cap of 100 B",
+	},
+	{
+		name: "files larger together than the total cap",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing("ruleset:a.txt", "ruleset:b.txt")},
+				tarEntry{name: "node-a/a.txt", body: strings.Repeat("#", 80)}, tarEntry{name: "node-a/b.txt", body: strings.Repeat("#", 80)})
+		},
+		limits:  smallLimits,
+		wantErr: "the files of the bundle together is larger than the cap of 150 B",
+	},
+	{
+		name: "an unlisted entry that inflates to more than the reader may skip",
+		build: func(t *testing.T, name string) {
+			var raw []byte
+			raw = append(raw, rawTarHeader("node-a/"+ManifestFile, tar.TypeReg, int64(len(okManifest)))...)
+			raw = append(raw, padBlock([]byte(okManifest))...)
+			raw = append(raw, rawTarHeader("node-a/rules.txt", tar.TypeReg, 1)...)
+			raw = append(raw, padBlock([]byte("x"))...)
+			raw = append(raw, rawTarHeader("node-a/zeros", tar.TypeReg, 5<<30)...) // its data never comes
+			var buf bytes.Buffer
+			gz := gzip.NewWriter(&buf)
+			gz.Write(raw)
+			gz.Close()
+			os.WriteFile(name, buf.Bytes(), 0o600)
+		},
+		wantErr: "besides the files it lists (up to zeros) is larger than the cap",
+	},
+	{
+		name: "a backslash in an entry name",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, hostileManifest, tarEntry{name: `node-a/..\..\evil`, body: "x"})
+		},
+		wantErr: "unexpected entry",
+	},
+	{
+		name: "a backslash in a listed path",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing(`ruleset:..\evil`)})
+		},
+		wantErr: `bad file path "..\\evil"`,
+	},
+	{
+		name: "a drive letter in a listed path",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing(`ruleset:C:evil`)})
+		},
+		wantErr: `bad file path "C:evil"`,
+	},
+	{
+		name: "a Windows device name",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing(`ruleset:CON.txt`)})
+		},
+		wantErr: `bad file path "CON.txt"`,
+	},
+	{
+		name: "an absolute entry",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, hostileManifest, tarEntry{name: "/etc/evil", body: "x"})
+		},
+		wantErr: "unexpected entry",
+	},
+	{
+		name: "a device entry",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, hostileManifest, tarEntry{name: "node-a/rules.txt", typ: tar.TypeChar})
+		},
+		wantErr: "unexpected entry",
+	},
+	{
+		name: "a FIFO entry",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, hostileManifest, tarEntry{name: "node-a/rules.txt", typ: tar.TypeFifo})
+		},
+		wantErr: "unexpected entry",
+	},
+	{
+		name:    "a listed file twice",
+		build:   func(t *testing.T, name string) { writeTarGz(t, name, hostileManifest, hostileRules, hostileRules) },
+		wantErr: "appears twice",
+	},
+	{
+		name:    "a listed file the archive lacks",
+		build:   func(t *testing.T, name string) { writeTarGz(t, name, hostileManifest) },
+		wantErr: "lists rules.txt, which the archive does not hold",
+	},
+	{
+		name: "a huge manifest",
+		build: func(t *testing.T, name string) {
+			writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: strings.Repeat(" ", 2<<20)})
+		},
+		wantErr: "not a manifest written by collect",
+	},
+}
+
 // A bundle is a file a stranger attached to a ticket: it is extracted only
 // as far as bundle.json lists regular files the analyses read, each within
 // its cap, and anything else in it is an error or is skipped, never written.
 func TestOpenBundleHostile(t *testing.T) {
-	manifestListing := func(files ...string) string {
-		var fs []string
-		for _, f := range files {
-			kind, path, _ := strings.Cut(f, ":")
-			fs = append(fs, fmt.Sprintf(`{"path":%q,"kind":%q,"bytes":1}`, path, kind))
-		}
-		return `{"kind":"Bundle","node":"node-a","files":[` + strings.Join(fs, ",") + `]}`
-	}
-	manifest := tarEntry{name: "node-a/" + ManifestFile, body: okManifest}
-	rules := tarEntry{name: "node-a/rules.txt", body: "*nat\nCOMMIT\n"}
-	many := []tarEntry{manifest, rules}
-	for i := 0; i < MaxArchiveEntries; i++ {
-		many = append(many, tarEntry{name: fmt.Sprintf("node-a/unlisted-%05d", i)})
-	}
-	small := Limits{File: func(kind string) int64 { return 100 }, Total: 150}
-	tests := []struct {
-		name    string
-		build   func(t *testing.T, name string)
-		limits  Limits
-		wantErr string // "" when it opens
-		// wantFiles are the files extracted (when it opens).
-		wantFiles []string
-	}{
-		{
-			name:    "a sparse entry (4.9 kB that would write 200 MB)",
-			build:   func(t *testing.T, name string) { sparseArchive(t, name, 200<<20) },
-			wantErr: "sparse file",
-		},
-		{
-			name: "entries bundle.json does not list are not extracted",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, manifest, rules, tarEntry{name: "node-a/extra.txt", body: "x"}, tarEntry{name: "node-a/more/deep.txt", body: "y"})
-			},
-			wantFiles: []string{"rules.txt"},
-		},
-		{
-			name: "files of kinds no analysis reads are not extracted",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing("ruleset:rules.txt", "failed:half.txt", "info:v.txt")},
-					rules, tarEntry{name: "node-a/half.txt", body: "x"}, tarEntry{name: "node-a/v.txt", body: "v"})
-			},
-			wantFiles: []string{"rules.txt"},
-		},
-		{
-			name:    "more entries than a bundle ever has",
-			build:   func(t *testing.T, name string) { writeTarGz(t, name, many...) },
-			wantErr: fmt.Sprintf("more than %d entries", MaxArchiveEntries),
-		},
-		{
-			name: "a file larger than the cap on its kind",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, manifest, tarEntry{name: "node-a/rules.txt", body: strings.Repeat("#", 101)})
-			},
-			limits:  small,
-			wantErr: "bundle file rules.txt is larger than the cap of 100 B",
-		},
-		{
-			name: "files larger together than the total cap",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing("ruleset:a.txt", "ruleset:b.txt")},
-					tarEntry{name: "node-a/a.txt", body: strings.Repeat("#", 80)}, tarEntry{name: "node-a/b.txt", body: strings.Repeat("#", 80)})
-			},
-			limits:  small,
-			wantErr: "the files of the bundle together is larger than the cap of 150 B",
-		},
-		{
-			name: "an unlisted entry that inflates to more than the reader may skip",
-			build: func(t *testing.T, name string) {
-				var raw []byte
-				raw = append(raw, rawTarHeader("node-a/"+ManifestFile, tar.TypeReg, int64(len(okManifest)))...)
-				raw = append(raw, padBlock([]byte(okManifest))...)
-				raw = append(raw, rawTarHeader("node-a/rules.txt", tar.TypeReg, 1)...)
-				raw = append(raw, padBlock([]byte("x"))...)
-				raw = append(raw, rawTarHeader("node-a/zeros", tar.TypeReg, 5<<30)...) // its data never comes
-				var buf bytes.Buffer
-				gz := gzip.NewWriter(&buf)
-				gz.Write(raw)
-				gz.Close()
-				os.WriteFile(name, buf.Bytes(), 0o600)
-			},
-			wantErr: "besides the files it lists (up to zeros) is larger than the cap",
-		},
-		{
-			name: "a backslash in an entry name",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, manifest, tarEntry{name: `node-a/..\..\evil`, body: "x"})
-			},
-			wantErr: "unexpected entry",
-		},
-		{
-			name: "a backslash in a listed path",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing(`ruleset:..\evil`)})
-			},
-			wantErr: `bad file path "..\\evil"`,
-		},
-		{
-			name: "a drive letter in a listed path",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing(`ruleset:C:evil`)})
-			},
-			wantErr: `bad file path "C:evil"`,
-		},
-		{
-			name: "a Windows device name",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: manifestListing(`ruleset:CON.txt`)})
-			},
-			wantErr: `bad file path "CON.txt"`,
-		},
-		{
-			name:    "an absolute entry",
-			build:   func(t *testing.T, name string) { writeTarGz(t, name, manifest, tarEntry{name: "/etc/evil", body: "x"}) },
-			wantErr: "unexpected entry",
-		},
-		{
-			name: "a device entry",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, manifest, tarEntry{name: "node-a/rules.txt", typ: tar.TypeChar})
-			},
-			wantErr: "unexpected entry",
-		},
-		{
-			name: "a FIFO entry",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, manifest, tarEntry{name: "node-a/rules.txt", typ: tar.TypeFifo})
-			},
-			wantErr: "unexpected entry",
-		},
-		{
-			name:    "a listed file twice",
-			build:   func(t *testing.T, name string) { writeTarGz(t, name, manifest, rules, rules) },
-			wantErr: "appears twice",
-		},
-		{
-			name:    "a listed file the archive lacks",
-			build:   func(t *testing.T, name string) { writeTarGz(t, name, manifest) },
-			wantErr: "lists rules.txt, which the archive does not hold",
-		},
-		{
-			name: "a huge manifest",
-			build: func(t *testing.T, name string) {
-				writeTarGz(t, name, tarEntry{name: "node-a/" + ManifestFile, body: strings.Repeat(" ", 2<<20)})
-			},
-			wantErr: "not a manifest written by collect",
-		},
-	}
-	for _, tc := range tests {
+	for _, tc := range hostileBundleCases {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := isolateTemp(t)
 			name := filepath.Join(t.TempDir(), "node-a.tar.gz")
