@@ -3,6 +3,7 @@ package evaluate
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -149,16 +150,18 @@ func TestWalkCascade(t *testing.T) {
 	}
 }
 
-// walkCases run each ruleset (iptables-save or nft list text) on a packet.
-func TestWalkSemantics(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		nft   bool
-		rules string
-		p     Packet
-		want  []string
-	}{
-		{name: "goto returns to the caller's caller", rules: `*filter
+// walkCase is a packet walked through rules, and the outcomes it must have.
+type walkCase struct {
+	name  string
+	nft   bool
+	rules string
+	p     Packet
+	want  []string
+}
+
+// walkIptablesCases are the walk's semantics on iptables-save input.
+var walkIptablesCases = []walkCase{
+	{name: "goto returns to the caller's caller", rules: `*filter
 :INPUT ACCEPT [0:0]
 :FORWARD ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
@@ -171,7 +174,7 @@ func TestWalkSemantics(t *testing.T) {
 -A B -p udp -j ACCEPT
 COMMIT
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"), want: []string{"1 drop"}},
-		{name: "RETURN in a built-in chain applies its policy", rules: `*filter
+	{name: "RETURN in a built-in chain applies its policy", rules: `*filter
 :INPUT ACCEPT [0:0]
 :FORWARD DROP [0:0]
 :OUTPUT ACCEPT [0:0]
@@ -179,29 +182,29 @@ COMMIT
 -A FORWARD -j ACCEPT
 COMMIT
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"), want: []string{"1 drop"}},
-		{name: "reject with", rules: `*filter
+	{name: "reject with", rules: `*filter
 :INPUT ACCEPT [0:0]
 :FORWARD ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
 -A OUTPUT -d 10.96.0.9/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with tcp-reset
 COMMIT
 `, p: pkt(FromNode, "tcp", "10.0.0.10:1000", "10.96.0.9:80"), want: []string{"1 reject tcp-reset"}},
-		{name: "an unknown match is followed both ways", rules: `*filter
+	{name: "an unknown match is followed both ways", rules: `*filter
 :INPUT ACCEPT [0:0]
 :FORWARD ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
 -A FORWARD -m owner --uid-owner 0 -j DROP
 COMMIT
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"),
-			want: []string{"1 accept [-m owner --uid-owner 0 false]", "1 drop [-m owner --uid-owner 0 true]"}},
-		{name: "a negated unknown option is not read as its positive", rules: `*filter
+		want: []string{"1 accept [-m owner --uid-owner 0 false]", "1 drop [-m owner --uid-owner 0 true]"}},
+	{name: "a negated unknown option is not read as its positive", rules: `*filter
 :INPUT ACCEPT [0:0]
 :FORWARD ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
 -A FORWARD -p tcp -m tcp ! --sport 1000 -j DROP
 COMMIT
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"), want: []string{"1 accept"}},
-		{name: "CONNMARK restore then mark test", rules: `*mangle
+	{name: "CONNMARK restore then mark test", rules: `*mangle
 :PREROUTING ACCEPT [0:0]
 :INPUT ACCEPT [0:0]
 :FORWARD ACCEPT [0:0]
@@ -217,9 +220,9 @@ COMMIT
 -A FORWARD -m mark --mark 0x80/0x80 -j DROP
 COMMIT
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"), want: []string{"1 drop"}},
-		{name: "a jump to a chain not in the input is unknown", rules: `-A FORWARD -j CNI-FORWARD
+	{name: "a jump to a chain not in the input is unknown", rules: `-A FORWARD -j CNI-FORWARD
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"), want: []string{"1 unknown"}},
-		{name: "a DNAT to the node goes to INPUT", rules: `*nat
+	{name: "a DNAT to the node goes to INPUT", rules: `*nat
 :PREROUTING ACCEPT [0:0]
 :INPUT ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
@@ -232,7 +235,7 @@ COMMIT
 :OUTPUT ACCEPT [0:0]
 COMMIT
 `, p: pkt(FromOutside, "tcp", "203.0.113.7:1000", "198.51.100.1:80"), want: []string{"1 drop 10.0.0.10:8080"}},
-		{name: "the node to itself passes INPUT after OUTPUT", rules: `*filter
+	{name: "the node to itself passes INPUT after OUTPUT", rules: `*filter
 :INPUT ACCEPT [0:0]
 :FORWARD ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
@@ -241,7 +244,11 @@ COMMIT
 -A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
 COMMIT
 `, p: pkt(FromNode, "tcp", "10.0.0.10:1000", "127.0.0.1:30080"), want: []string{"1 drop"}},
-		{name: "nat stops at the first binding, across tables", nft: true, rules: `table ip a {
+}
+
+// walkNFTCases are the walk's semantics on nft list ruleset input.
+var walkNFTCases = []walkCase{
+	{name: "nat stops at the first binding, across tables", nft: true, rules: `table ip a {
 	chain pre {
 		type nat hook prerouting priority -110; policy accept;
 		tcp dport 80 dnat to 10.244.0.5:8080
@@ -254,7 +261,7 @@ table ip b {
 	}
 }
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.96.0.1:80"), want: []string{"1 dnat 10.244.0.5:8080"}},
-		{name: "base chains of every table by priority", nft: true, rules: `table inet cni {
+	{name: "base chains of every table by priority", nft: true, rules: `table inet cni {
 	chain fw {
 		type filter hook forward priority -5; policy accept;
 		tcp dport 8080 drop
@@ -271,14 +278,14 @@ table ip kube-proxy {
 	}
 }
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.96.0.1:80"), want: []string{"1 drop 10.244.0.5:8080"}},
-		{name: "numgen dnat map", nft: true, rules: `table ip kube-proxy {
+	{name: "numgen dnat map", nft: true, rules: `table ip kube-proxy {
 	chain nat-output {
 		type nat hook output priority -100; policy accept;
 		ip daddr 10.96.0.1 tcp dport 80 dnat ip to numgen random mod 3 map { 0 : 10.244.0.1 . 8080, 1 : 10.244.0.2 . 8080, 2 : 10.244.0.3 . 8080 }
 	}
 }
 `, p: pkt(FromNode, "tcp", "10.0.0.10:1000", "10.96.0.1:80"), want: []string{"1/3 dnat 10.244.0.1:8080", "1/3 dnat 10.244.0.2:8080", "1/3 dnat 10.244.0.3:8080"}},
-		{name: "iptables-nft's random, masquerade by mark", nft: true, rules: `table ip t {
+	{name: "iptables-nft's random, masquerade by mark", nft: true, rules: `table ip t {
 	chain out {
 		type nat hook output priority -100; policy accept;
 		meta random & 2147483647 < 536870912 meta mark set meta mark | 0x00004000 dnat to 10.244.0.1:80
@@ -290,7 +297,7 @@ table ip kube-proxy {
 	}
 }
 `, p: pkt(FromNode, "tcp", "10.0.0.10:1000", "10.96.0.1:80"), want: []string{"1/4 dnat 10.244.0.1:80 masq", "3/4 dnat 10.244.0.2:80"}},
-		{name: "verdict maps", nft: true, rules: `table ip kube-proxy {
+	{name: "verdict maps", nft: true, rules: `table ip kube-proxy {
 	map service-ips {
 		type ipv4_addr . inet_proto . inet_service : verdict
 		elements = { 10.96.0.1 . tcp . 80 : goto svc, 10.96.0.1 . udp . 53 : drop }
@@ -304,14 +311,14 @@ table ip kube-proxy {
 	}
 }
 `, p: pkt(FromPod, "udp", "10.244.0.2:1000", "10.96.0.1:53"), want: []string{"1 drop"}},
-		{name: "ct state before conntrack", nft: true, rules: `table ip raw {
+	{name: "ct state before conntrack", nft: true, rules: `table ip raw {
 	chain pre {
 		type filter hook prerouting priority raw; policy accept;
 		ct state new drop
 	}
 }
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"), want: []string{"1 accept"}},
-		{name: "a jump loop is unknown, not a hang", nft: true, rules: `table ip t {
+	{name: "a jump loop is unknown, not a hang", nft: true, rules: `table ip t {
 	chain fw {
 		type filter hook forward priority 0; policy accept;
 		jump a
@@ -324,7 +331,12 @@ table ip kube-proxy {
 	}
 }
 `, p: pkt(FromPod, "tcp", "10.244.0.2:1000", "10.244.1.2:80"), want: []string{"1 unknown"}},
-	} {
+}
+
+// TestWalkSemantics runs each ruleset (iptables-save or nft list text) on
+// a packet.
+func TestWalkSemantics(t *testing.T) {
+	for _, tc := range append(slices.Clone(walkIptablesCases), walkNFTCases...) {
 		t.Run(tc.name, func(t *testing.T) {
 			var rs *inspect.Ruleset
 			if tc.nft {
