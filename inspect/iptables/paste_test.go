@@ -177,172 +177,177 @@ func TestReadListings(t *testing.T) {
 	}
 }
 
+// pasteCase is a paste of iptables rules and what must be read from it.
+type pasteCase struct {
+	name  string
+	input string
+	opts  Options
+	check func(t *testing.T, rs *inspect.Ruleset)
+}
+
+// rulesAndExcerptsCases are pastes of -S output, save excerpts and mixes.
+var rulesAndExcerptsCases = []pasteCase{{
+	name: "iptables-save | grep KUBE: three tables without headers",
+	input: "$ sudo iptables-save | grep KUBE\n" +
+		":KUBE-IPTABLES-HINT - [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\n" +
+		":KUBE-FIREWALL - [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\n:KUBE-SERVICES - [0:0]\n" +
+		"-A INPUT -j KUBE-FIREWALL\n" +
+		"-A KUBE-SERVICES -d 10.96.10.9/32 -p tcp -m comment --comment \"shop/empty:http has no endpoints\" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\n" +
+		":KUBE-KUBELET-CANARY - [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-67NZLRHBNDSAWJRO - [0:0]\n" +
+		"-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n" +
+		"-A KUBE-SERVICES -d 10.96.10.1/32 -p tcp -m comment --comment \"shop/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO\n" +
+		"-A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment \"shop/web:http -> 10.244.0.11:8080\" -m statistic --mode random --probability 0.33333333349 -j KUBE-SEP-GXKVICYM64SODBWJ\n",
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		if got := strings.Join(tables(rs), " "); got != "IPv4/mangle IPv4/filter IPv4/nat" {
+			t.Fatalf("tables %s", got)
+		}
+		if n := len(chainOf(t, rs, kubeproxy.IPv4, "mangle", "KUBE-KUBELET-CANARY").Rules); n != 0 {
+			t.Errorf("mangle canary has %d rules", n)
+		}
+		if r := chainOf(t, rs, kubeproxy.IPv4, "filter", "KUBE-SERVICES").Rules; len(r) != 1 || r[0].Target != "REJECT" {
+			t.Errorf("filter KUBE-SERVICES: %+v", r)
+		}
+		if r := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SERVICES").Rules; len(r) != 1 || r[0].Target != "KUBE-SVC-67NZLRHBNDSAWJRO" {
+			t.Errorf("nat KUBE-SERVICES: %+v", r)
+		}
+		if c := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SEP-GXKVICYM64SODBWJ"); !c.OnlyReferenced || len(c.Rules) != 0 {
+			t.Errorf("referenced chain: %+v", c)
+		}
+		if rs.Dumps[0].Format != inspect.FormatIPTablesExcerpt {
+			t.Errorf("format %s", rs.Dumps[0].Format)
+		}
+	},
+}, {
+	name: "-A lines of two tables, no declarations: cut where the evidence changes table",
+	input: "-A KUBE-SERVICES -d 10.96.10.9/32 -p tcp -m comment --comment \"shop/empty:http has no endpoints\" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\r\n" +
+		"-A KUBE-SERVICES -d 10.96.10.1/32 -p tcp -m comment --comment \"shop/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO\r\n" +
+		"-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\r\n",
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		if n := len(chainOf(t, rs, kubeproxy.IPv4, "filter", "KUBE-SERVICES").Rules); n != 1 {
+			t.Errorf("filter KUBE-SERVICES has %d rules", n)
+		}
+		if n := len(chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SERVICES").Rules); n != 2 {
+			t.Errorf("nat KUBE-SERVICES has %d rules", n)
+		}
+	},
+}, {
+	name: "iptables -S -v of a whole table: policies with counters, -c in the rules",
+	input: "    -P INPUT ACCEPT -c 10 600\n    -P FORWARD DROP -c 0 0\n    -P OUTPUT ACCEPT -c 5 300\n" +
+		"    -N KUBE-FORWARD\n" +
+		"    -A FORWARD -m comment --comment \"kubernetes forwarding rules\" -c 7 420 -j KUBE-FORWARD\n" +
+		"    -A KUBE-FORWARD -m conntrack --ctstate INVALID -c 0 0 -j DROP\n",
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		tb := rs.IPTable(kubeproxy.IPv4, "filter")
+		if tb == nil || tb.Partial {
+			t.Fatalf("filter: %+v (%v)", tb, tables(rs))
+		}
+		if c := tb.Chain("INPUT"); c.Policy != "ACCEPT" || c.Packets != 10 || c.Bytes != 600 {
+			t.Errorf("INPUT: %+v", c)
+		}
+		if c := tb.Chain("FORWARD"); c.Policy != "DROP" {
+			t.Errorf("FORWARD: %+v", c)
+		}
+		r := tb.Chain("FORWARD").Rules[0]
+		if r.More.Packets != 7 || r.More.Bytes != 420 || r.Text != `-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD` {
+			t.Errorf("rule: %q %+v", r.Text, r.More)
+		}
+		if rs.Dumps[0].Format != inspect.FormatIPTablesRules {
+			t.Errorf("format %s", rs.Dumps[0].Format)
+		}
+	},
+}, {
+	name:  "a chain whose table nothing tells: filter, with a warning",
+	input: "-A OUTPUT -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n",
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		chainOf(t, rs, kubeproxy.IPv4, "filter", "OUTPUT")
+		if w := warnings(rs); !strings.Contains(w, "pass the table (--table)") {
+			t.Errorf("warnings: %s", w)
+		}
+	},
+}, {
+	name:  "the same, with Options.Table",
+	input: "-A OUTPUT -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n",
+	opts:  Options{Table: "nat", Family: kubeproxy.IPv6},
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		chainOf(t, rs, kubeproxy.IPv6, "nat", "OUTPUT")
+		if w := warnings(rs); strings.Contains(w, "--table") || strings.Contains(w, "inferred") {
+			t.Errorf("warnings: %s", w)
+		}
+	},
+}, {
+	name: "a command line's -t wins over Options.Table; ip6tables is IPv6",
+	input: "root@node-a:~# ip6tables -t nat -S KUBE-NODEPORTS\n-N KUBE-NODEPORTS\n" +
+		"root@node-a:~# iptables -S KUBE-NODEPORTS\n-N KUBE-NODEPORTS\n-A KUBE-NODEPORTS -p tcp -m comment --comment \"shop/ingress:http health check node port\" -m tcp --dport 32001 -j ACCEPT\n",
+	opts: Options{Table: "mangle"},
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		if got := strings.Join(tables(rs), " "); got != "IPv6/nat IPv4/filter" {
+			t.Errorf("tables %s", got)
+		}
+	},
+}, {
+	name: "several -S outputs, one chain pasted twice, text between them",
+	input: "Here is KUBE-SVC:\n\n-N KUBE-SVC-67NZLRHBNDSAWJRO\n" +
+		"-A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment \"shop/web:http -> 10.244.0.11:8080\" -j KUBE-SEP-GXKVICYM64SODBWJ\n" +
+		"and its endpoint\nchain:\n" +
+		"-N KUBE-SEP-GXKVICYM64SODBWJ\n" +
+		"-A KUBE-SEP-GXKVICYM64SODBWJ -p tcp -m comment --comment \"shop/web:http\" -m tcp -j DNAT --to-destination 10.244.0.11:8080\n" +
+		"-N KUBE-SVC-67NZLRHBNDSAWJRO\n" +
+		"-A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment \"shop/web:http -> 10.244.0.11:8080\" -j KUBE-SEP-GXKVICYM64SODBWJ\n",
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		if n := len(chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SVC-67NZLRHBNDSAWJRO").Rules); n != 1 {
+			t.Errorf("KUBE-SVC has %d rules", n)
+		}
+		if c := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SEP-GXKVICYM64SODBWJ"); c.OnlyReferenced || len(c.Rules) != 1 {
+			t.Errorf("KUBE-SEP: %+v", c)
+		}
+		w := warnings(rs)
+		for _, want := range []string{`line 1: skipped, not iptables rules: "Here is KUBE-SVC:"`, `lines 5-6: 2 lines skipped`, "listed again"} {
+			if !strings.Contains(w, want) {
+				t.Errorf("warnings lack %q: %s", want, w)
+			}
+		}
+	},
+}, {
+	name: "a save dump, then -S and -L of the same table: one table, the dump's rules kept",
+	input: "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-MARK-MASQ - [0:0]\n-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\nCOMMIT\n" +
+		"# iptables -t nat -S KUBE-MARK-MASQ\n-N KUBE-MARK-MASQ\n-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n" +
+		"# iptables -t nat -L KUBE-POSTROUTING -n\nChain KUBE-POSTROUTING (1 references)\n" +
+		"target     prot opt source               destination\n" +
+		"RETURN     0    --  0.0.0.0/0            0.0.0.0/0            mark match ! 0x4000/0x4000\n",
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		if got := strings.Join(tables(rs), " "); got != "IPv4/nat" {
+			t.Fatalf("tables %s", got)
+		}
+		if n := len(chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-MARK-MASQ").Rules); n != 1 {
+			t.Errorf("KUBE-MARK-MASQ has %d rules", n)
+		}
+		if m := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-POSTROUTING").Rules[0].MarkMatch(); m == nil || !m.Not || m.Mask != 0x4000 {
+			t.Errorf("mark match %+v", m)
+		}
+		if rs.Dumps[0].Format != inspect.FormatIPTablesMixed || rs.Dumps[0].Rules != 2 {
+			t.Errorf("dump %+v", rs.Dumps[0])
+		}
+	},
+}, {
+	name: "Calico and kube-proxy in one -S: foreign chains kept",
+	input: "-P PREROUTING ACCEPT\n-P INPUT ACCEPT\n-P OUTPUT ACCEPT\n-P POSTROUTING ACCEPT\n" +
+		"-N cali-nat-outgoing\n-N KUBE-POSTROUTING\n" +
+		"-A POSTROUTING -m comment --comment \"cali:O3lYWMrLQYEMJtB5\" -j cali-POSTROUTING\n" +
+		"-A cali-nat-outgoing -m comment --comment \"cali:flqWnvo8yq4ULQLa\" -m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -j MASQUERADE --random-fully\n",
+	check: func(t *testing.T, rs *inspect.Ruleset) {
+		r := chainOf(t, rs, kubeproxy.IPv4, "nat", "cali-nat-outgoing").Rules[0]
+		if r.More == nil || r.More.MatchSet.Value == "" || !r.RandomFully() {
+			t.Errorf("calico rule %+v", r)
+		}
+		// The -N line of cali-POSTROUTING was left out of the paste.
+		if c := chainOf(t, rs, kubeproxy.IPv4, "nat", "cali-POSTROUTING"); !c.OnlyReferenced || !rs.IPTables[0].Partial {
+			t.Errorf("an undeclared jump target: %+v, partial %v", c, rs.IPTables[0].Partial)
+		}
+	},
+}}
+
 func TestReadRulesAndExcerpts(t *testing.T) {
-	tests := []struct {
-		name  string
-		input string
-		opts  Options
-		check func(t *testing.T, rs *inspect.Ruleset)
-	}{{
-		name: "iptables-save | grep KUBE: three tables without headers",
-		input: "$ sudo iptables-save | grep KUBE\n" +
-			":KUBE-IPTABLES-HINT - [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\n" +
-			":KUBE-FIREWALL - [0:0]\n:KUBE-KUBELET-CANARY - [0:0]\n:KUBE-SERVICES - [0:0]\n" +
-			"-A INPUT -j KUBE-FIREWALL\n" +
-			"-A KUBE-SERVICES -d 10.96.10.9/32 -p tcp -m comment --comment \"shop/empty:http has no endpoints\" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\n" +
-			":KUBE-KUBELET-CANARY - [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-67NZLRHBNDSAWJRO - [0:0]\n" +
-			"-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n" +
-			"-A KUBE-SERVICES -d 10.96.10.1/32 -p tcp -m comment --comment \"shop/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO\n" +
-			"-A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment \"shop/web:http -> 10.244.0.11:8080\" -m statistic --mode random --probability 0.33333333349 -j KUBE-SEP-GXKVICYM64SODBWJ\n",
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			if got := strings.Join(tables(rs), " "); got != "IPv4/mangle IPv4/filter IPv4/nat" {
-				t.Fatalf("tables %s", got)
-			}
-			if n := len(chainOf(t, rs, kubeproxy.IPv4, "mangle", "KUBE-KUBELET-CANARY").Rules); n != 0 {
-				t.Errorf("mangle canary has %d rules", n)
-			}
-			if r := chainOf(t, rs, kubeproxy.IPv4, "filter", "KUBE-SERVICES").Rules; len(r) != 1 || r[0].Target != "REJECT" {
-				t.Errorf("filter KUBE-SERVICES: %+v", r)
-			}
-			if r := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SERVICES").Rules; len(r) != 1 || r[0].Target != "KUBE-SVC-67NZLRHBNDSAWJRO" {
-				t.Errorf("nat KUBE-SERVICES: %+v", r)
-			}
-			if c := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SEP-GXKVICYM64SODBWJ"); !c.OnlyReferenced || len(c.Rules) != 0 {
-				t.Errorf("referenced chain: %+v", c)
-			}
-			if rs.Dumps[0].Format != inspect.FormatIPTablesExcerpt {
-				t.Errorf("format %s", rs.Dumps[0].Format)
-			}
-		},
-	}, {
-		name: "-A lines of two tables, no declarations: cut where the evidence changes table",
-		input: "-A KUBE-SERVICES -d 10.96.10.9/32 -p tcp -m comment --comment \"shop/empty:http has no endpoints\" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable\r\n" +
-			"-A KUBE-SERVICES -d 10.96.10.1/32 -p tcp -m comment --comment \"shop/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO\r\n" +
-			"-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\r\n",
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			if n := len(chainOf(t, rs, kubeproxy.IPv4, "filter", "KUBE-SERVICES").Rules); n != 1 {
-				t.Errorf("filter KUBE-SERVICES has %d rules", n)
-			}
-			if n := len(chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SERVICES").Rules); n != 2 {
-				t.Errorf("nat KUBE-SERVICES has %d rules", n)
-			}
-		},
-	}, {
-		name: "iptables -S -v of a whole table: policies with counters, -c in the rules",
-		input: "    -P INPUT ACCEPT -c 10 600\n    -P FORWARD DROP -c 0 0\n    -P OUTPUT ACCEPT -c 5 300\n" +
-			"    -N KUBE-FORWARD\n" +
-			"    -A FORWARD -m comment --comment \"kubernetes forwarding rules\" -c 7 420 -j KUBE-FORWARD\n" +
-			"    -A KUBE-FORWARD -m conntrack --ctstate INVALID -c 0 0 -j DROP\n",
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			tb := rs.IPTable(kubeproxy.IPv4, "filter")
-			if tb == nil || tb.Partial {
-				t.Fatalf("filter: %+v (%v)", tb, tables(rs))
-			}
-			if c := tb.Chain("INPUT"); c.Policy != "ACCEPT" || c.Packets != 10 || c.Bytes != 600 {
-				t.Errorf("INPUT: %+v", c)
-			}
-			if c := tb.Chain("FORWARD"); c.Policy != "DROP" {
-				t.Errorf("FORWARD: %+v", c)
-			}
-			r := tb.Chain("FORWARD").Rules[0]
-			if r.More.Packets != 7 || r.More.Bytes != 420 || r.Text != `-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD` {
-				t.Errorf("rule: %q %+v", r.Text, r.More)
-			}
-			if rs.Dumps[0].Format != inspect.FormatIPTablesRules {
-				t.Errorf("format %s", rs.Dumps[0].Format)
-			}
-		},
-	}, {
-		name:  "a chain whose table nothing tells: filter, with a warning",
-		input: "-A OUTPUT -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n",
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			chainOf(t, rs, kubeproxy.IPv4, "filter", "OUTPUT")
-			if w := warnings(rs); !strings.Contains(w, "pass the table (--table)") {
-				t.Errorf("warnings: %s", w)
-			}
-		},
-	}, {
-		name:  "the same, with Options.Table",
-		input: "-A OUTPUT -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n",
-		opts:  Options{Table: "nat", Family: kubeproxy.IPv6},
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			chainOf(t, rs, kubeproxy.IPv6, "nat", "OUTPUT")
-			if w := warnings(rs); strings.Contains(w, "--table") || strings.Contains(w, "inferred") {
-				t.Errorf("warnings: %s", w)
-			}
-		},
-	}, {
-		name: "a command line's -t wins over Options.Table; ip6tables is IPv6",
-		input: "root@node-a:~# ip6tables -t nat -S KUBE-NODEPORTS\n-N KUBE-NODEPORTS\n" +
-			"root@node-a:~# iptables -S KUBE-NODEPORTS\n-N KUBE-NODEPORTS\n-A KUBE-NODEPORTS -p tcp -m comment --comment \"shop/ingress:http health check node port\" -m tcp --dport 32001 -j ACCEPT\n",
-		opts: Options{Table: "mangle"},
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			if got := strings.Join(tables(rs), " "); got != "IPv6/nat IPv4/filter" {
-				t.Errorf("tables %s", got)
-			}
-		},
-	}, {
-		name: "several -S outputs, one chain pasted twice, text between them",
-		input: "Here is KUBE-SVC:\n\n-N KUBE-SVC-67NZLRHBNDSAWJRO\n" +
-			"-A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment \"shop/web:http -> 10.244.0.11:8080\" -j KUBE-SEP-GXKVICYM64SODBWJ\n" +
-			"and its endpoint\nchain:\n" +
-			"-N KUBE-SEP-GXKVICYM64SODBWJ\n" +
-			"-A KUBE-SEP-GXKVICYM64SODBWJ -p tcp -m comment --comment \"shop/web:http\" -m tcp -j DNAT --to-destination 10.244.0.11:8080\n" +
-			"-N KUBE-SVC-67NZLRHBNDSAWJRO\n" +
-			"-A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment \"shop/web:http -> 10.244.0.11:8080\" -j KUBE-SEP-GXKVICYM64SODBWJ\n",
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			if n := len(chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SVC-67NZLRHBNDSAWJRO").Rules); n != 1 {
-				t.Errorf("KUBE-SVC has %d rules", n)
-			}
-			if c := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-SEP-GXKVICYM64SODBWJ"); c.OnlyReferenced || len(c.Rules) != 1 {
-				t.Errorf("KUBE-SEP: %+v", c)
-			}
-			w := warnings(rs)
-			for _, want := range []string{`line 1: skipped, not iptables rules: "Here is KUBE-SVC:"`, `lines 5-6: 2 lines skipped`, "listed again"} {
-				if !strings.Contains(w, want) {
-					t.Errorf("warnings lack %q: %s", want, w)
-				}
-			}
-		},
-	}, {
-		name: "a save dump, then -S and -L of the same table: one table, the dump's rules kept",
-		input: "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-MARK-MASQ - [0:0]\n-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\nCOMMIT\n" +
-			"# iptables -t nat -S KUBE-MARK-MASQ\n-N KUBE-MARK-MASQ\n-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n" +
-			"# iptables -t nat -L KUBE-POSTROUTING -n\nChain KUBE-POSTROUTING (1 references)\n" +
-			"target     prot opt source               destination\n" +
-			"RETURN     0    --  0.0.0.0/0            0.0.0.0/0            mark match ! 0x4000/0x4000\n",
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			if got := strings.Join(tables(rs), " "); got != "IPv4/nat" {
-				t.Fatalf("tables %s", got)
-			}
-			if n := len(chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-MARK-MASQ").Rules); n != 1 {
-				t.Errorf("KUBE-MARK-MASQ has %d rules", n)
-			}
-			if m := chainOf(t, rs, kubeproxy.IPv4, "nat", "KUBE-POSTROUTING").Rules[0].MarkMatch(); m == nil || !m.Not || m.Mask != 0x4000 {
-				t.Errorf("mark match %+v", m)
-			}
-			if rs.Dumps[0].Format != inspect.FormatIPTablesMixed || rs.Dumps[0].Rules != 2 {
-				t.Errorf("dump %+v", rs.Dumps[0])
-			}
-		},
-	}, {
-		name: "Calico and kube-proxy in one -S: foreign chains kept",
-		input: "-P PREROUTING ACCEPT\n-P INPUT ACCEPT\n-P OUTPUT ACCEPT\n-P POSTROUTING ACCEPT\n" +
-			"-N cali-nat-outgoing\n-N KUBE-POSTROUTING\n" +
-			"-A POSTROUTING -m comment --comment \"cali:O3lYWMrLQYEMJtB5\" -j cali-POSTROUTING\n" +
-			"-A cali-nat-outgoing -m comment --comment \"cali:flqWnvo8yq4ULQLa\" -m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -j MASQUERADE --random-fully\n",
-		check: func(t *testing.T, rs *inspect.Ruleset) {
-			r := chainOf(t, rs, kubeproxy.IPv4, "nat", "cali-nat-outgoing").Rules[0]
-			if r.More == nil || r.More.MatchSet.Value == "" || !r.RandomFully() {
-				t.Errorf("calico rule %+v", r)
-			}
-			// The -N line of cali-POSTROUTING was left out of the paste.
-			if c := chainOf(t, rs, kubeproxy.IPv4, "nat", "cali-POSTROUTING"); !c.OnlyReferenced || !rs.IPTables[0].Partial {
-				t.Errorf("an undeclared jump target: %+v, partial %v", c, rs.IPTables[0].Partial)
-			}
-		},
-	}}
-	for _, tc := range tests {
+	for _, tc := range rulesAndExcerptsCases {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, readString(t, tc.input, tc.opts)) })
 	}
 }
