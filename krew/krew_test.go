@@ -165,6 +165,23 @@ func lastLine(s string) string {
 // with `krew install --manifest --archive` and runs the installed plugin,
 // through kubectl when there is one.
 func TestKrewInstall(t *testing.T) {
+	k := &krewRelease{repo: krewPrerequisites(t)}
+	k.bin = filepath.Join(k.repo, ".cache", "bin")
+	k.buildTools(t)
+	k.makeDist(t)
+	k.checkDist(t)
+	k.checkCommittedManifest(t)
+	k.validate(t)
+	k.install(t)
+	k.findKubectl(t)
+	k.checkInstalledVersion(t)
+	k.checkCompletion(t)
+}
+
+// krewPrerequisites skips the test where it cannot run and returns the
+// repository's root.
+func krewPrerequisites(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds a release archive and krew: skipped with -short")
 	}
@@ -178,54 +195,89 @@ func TestKrewInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(repo, ".cache", "bin")
+	return repo
+}
 
-	// krew and its validator, pinned in hack/tools/go.mod, are built once
-	// into .cache/bin (about a minute and a half the first time).
+// krewRelease is what TestKrewInstall's steps share: the release made for
+// the host, the krew root it is installed into, and how the user runs it.
+type krewRelease struct {
+	repo, bin string // the repository, and its .cache/bin
+	tmp       string
+	dist      string    // make dist's DIST
+	rendered  string    // the manifest make dist renders
+	platform  string    // the host's os/arch
+	m         *manifest // the rendered manifest
+	version   string
+	archive   string // the host's archive in dist
+
+	krewRoot string
+	store    string // where krew extracted the archive
+	plugin   string // the plugin krew linked into its bin
+
+	runEnv  []string // a user's environment: krew's bin on PATH, no cluster
+	kubectl string   // kubectl on PATH, when kerr is nil
+	kerr    error
+}
+
+// buildTools: krew and its validator, pinned in hack/tools/go.mod, are
+// built once into .cache/bin (about a minute and a half the first time).
+func (k *krewRelease) buildTools(t *testing.T) {
+	t.Helper()
 	start := time.Now()
-	if out, err := runErr(makeEnv(), "make", "-C", repo, "--no-print-directory", "krew-tools"); err != nil {
+	if out, err := runErr(makeEnv(), "make", "-C", k.repo, "--no-print-directory", "krew-tools"); err != nil {
 		t.Skipf("krew tools are not built and cannot be built (offline module proxy?): %s", lastLine(out))
 	}
 	t.Logf("krew-tools: %v", time.Since(start).Round(time.Millisecond))
+}
 
-	tmp := t.TempDir()
-	dist := filepath.Join(tmp, "dist")
-	rendered := filepath.Join(tmp, "proxyrules.yaml")
-	platform := runtime.GOOS + "/" + runtime.GOARCH
-	start = time.Now()
-	run(t, makeEnv(), "make", "-C", repo, "--no-print-directory", "dist",
-		"PLATFORMS="+platform, "DIST="+dist, "KREW_MANIFEST="+rendered)
-	t.Logf("make dist %s: %v", platform, time.Since(start).Round(time.Millisecond))
+// makeDist builds the host's archive and renders its manifest.
+func (k *krewRelease) makeDist(t *testing.T) {
+	t.Helper()
+	k.tmp = t.TempDir()
+	k.dist = filepath.Join(k.tmp, "dist")
+	k.rendered = filepath.Join(k.tmp, "proxyrules.yaml")
+	k.platform = runtime.GOOS + "/" + runtime.GOARCH
+	start := time.Now()
+	run(t, makeEnv(), "make", "-C", k.repo, "--no-print-directory", "dist",
+		"PLATFORMS="+k.platform, "DIST="+k.dist, "KREW_MANIFEST="+k.rendered)
+	t.Logf("make dist %s: %v", k.platform, time.Since(start).Round(time.Millisecond))
+}
 
-	// The rendered manifest: krew-index conventions, one platform, the
-	// checksum of the archive beside it.
-	m := readManifest(t, rendered)
-	checkManifest(t, rendered, m)
-	if len(m.Spec.Platforms) != 1 {
-		t.Fatalf("rendered manifest has %d platforms, want the host's only", len(m.Spec.Platforms))
+// checkDist reads the rendered manifest (krew-index conventions, one
+// platform) and checks the checksum of the archive beside it.
+func (k *krewRelease) checkDist(t *testing.T) {
+	t.Helper()
+	k.m = readManifest(t, k.rendered)
+	checkManifest(t, k.rendered, k.m)
+	if len(k.m.Spec.Platforms) != 1 {
+		t.Fatalf("rendered manifest has %d platforms, want the host's only", len(k.m.Spec.Platforms))
 	}
-	version := m.Spec.Version
-	archive := filepath.Join(dist, fmt.Sprintf("kubectl-proxyrules_%s_%s_%s.tar.gz", version, runtime.GOOS, runtime.GOARCH))
-	data, err := os.ReadFile(archive)
+	k.version = k.m.Spec.Version
+	k.archive = filepath.Join(k.dist, fmt.Sprintf("kubectl-proxyrules_%s_%s_%s.tar.gz", k.version, runtime.GOOS, runtime.GOARCH))
+	data, err := os.ReadFile(k.archive)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
-	if got := m.Spec.Platforms[0].Sha256; got != hex.EncodeToString(sum[:]) {
+	if got := k.m.Spec.Platforms[0].Sha256; got != hex.EncodeToString(sum[:]) {
 		t.Errorf("manifest sha256 %s, archive has %x", got, sum)
 	}
-	checksums, err := os.ReadFile(filepath.Join(dist, "checksums.txt"))
+	checksums, err := os.ReadFile(filepath.Join(k.dist, "checksums.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("%x  %s\n", sum, filepath.Base(archive)); string(checksums) != want {
+	if want := fmt.Sprintf("%x  %s\n", sum, filepath.Base(k.archive)); string(checksums) != want {
 		t.Errorf("checksums.txt = %q, want %q", checksums, want)
 	}
-	checkArchive(t, archive, data)
+	checkArchive(t, k.archive, data)
+}
 
-	// The committed example manifest is a rendering of the same template:
-	// all six platforms, and the same texts as a fresh rendering.
-	committed := readManifest(t, filepath.Join(repo, "krew", "proxyrules.yaml"))
+// checkCommittedManifest: the committed example manifest is a rendering
+// of the same template: all six platforms, and the same texts as a fresh
+// rendering.
+func (k *krewRelease) checkCommittedManifest(t *testing.T) {
+	t.Helper()
+	committed := readManifest(t, filepath.Join(k.repo, "krew", "proxyrules.yaml"))
 	checkManifest(t, "krew/proxyrules.yaml", committed)
 	var got []string
 	for _, p := range committed.Spec.Platforms {
@@ -235,87 +287,107 @@ func TestKrewInstall(t *testing.T) {
 		t.Errorf("krew/proxyrules.yaml platforms (-want +got):\n%s", diff)
 	}
 	for name, pair := range map[string][2]string{
-		"homepage":         {committed.Spec.Homepage, m.Spec.Homepage},
-		"shortDescription": {committed.Spec.ShortDescription, m.Spec.ShortDescription},
-		"description":      {committed.Spec.Description, m.Spec.Description},
-		"caveats":          {committed.Spec.Caveats, m.Spec.Caveats},
+		"homepage":         {committed.Spec.Homepage, k.m.Spec.Homepage},
+		"shortDescription": {committed.Spec.ShortDescription, k.m.Spec.ShortDescription},
+		"description":      {committed.Spec.Description, k.m.Spec.Description},
+		"caveats":          {committed.Spec.Caveats, k.m.Spec.Caveats},
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("krew/proxyrules.yaml %s differs from krew/proxyrules.yaml.tmpl: run make dist VERSION=v0.1.0", name)
 		}
 	}
+}
 
-	// krew's own validator (structure, platforms, overlaps). Its install
-	// step downloads the uri, so the real install is done below instead.
-	out := run(t, nil, filepath.Join(bin, "validate-krew-manifest"), "-manifest", rendered, "-skip-install")
+// validate runs krew's own validator (structure, platforms, overlaps).
+// Its install step downloads the uri, so install does the real one.
+func (k *krewRelease) validate(t *testing.T) {
+	t.Helper()
+	out := run(t, nil, filepath.Join(k.bin, "validate-krew-manifest"), "-manifest", k.rendered, "-skip-install")
 	if !strings.Contains(out, "structural validation OK") {
 		t.Errorf("validate-krew-manifest:\n%s", out)
 	}
+}
 
-	// A real krew install from the local archive into a throw-away root.
-	krewRoot := filepath.Join(tmp, "krew")
-	env := append(makeEnv(), "KREW_ROOT="+krewRoot, "KREW_NO_UPGRADE_CHECK=1", "HOME="+tmp)
-	start = time.Now()
-	out = run(t, env, filepath.Join(bin, "krew"), "install", "--manifest="+rendered, "--archive="+archive)
+// install: a real krew install from the local archive into a throw-away
+// root.
+func (k *krewRelease) install(t *testing.T) {
+	t.Helper()
+	k.krewRoot = filepath.Join(k.tmp, "krew")
+	env := append(makeEnv(), "KREW_ROOT="+k.krewRoot, "KREW_NO_UPGRADE_CHECK=1", "HOME="+k.tmp)
+	start := time.Now()
+	out := run(t, env, filepath.Join(k.bin, "krew"), "install", "--manifest="+k.rendered, "--archive="+k.archive)
 	t.Logf("krew install: %v", time.Since(start).Round(time.Millisecond))
 	if !strings.Contains(out, "Installed plugin: proxyrules") {
 		t.Errorf("krew install:\n%s", out)
 	}
-	store := filepath.Join(krewRoot, "store", "proxyrules", version)
+	k.store = filepath.Join(k.krewRoot, "store", "proxyrules", k.version)
 	for _, f := range []string{"LICENSE", "kubectl-proxyrules", "kubectl_complete-proxyrules"} {
-		if _, err := os.Stat(filepath.Join(store, f)); err != nil {
+		if _, err := os.Stat(filepath.Join(k.store, f)); err != nil {
 			t.Errorf("not extracted by krew: %v", err)
 		}
 	}
-	plugin := filepath.Join(krewRoot, "bin", "kubectl-proxyrules")
-	if _, err := os.Lstat(plugin); err != nil {
+	k.plugin = filepath.Join(k.krewRoot, "bin", "kubectl-proxyrules")
+	if _, err := os.Lstat(k.plugin); err != nil {
 		t.Fatalf("krew did not link the plugin: %v", err)
 	}
+}
 
-	// Run it, the way a user does when kubectl is installed.
-	path := filepath.Join(krewRoot, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
-	runEnv := append(makeEnv(), "PATH="+path, "KUBECONFIG="+filepath.Join(tmp, "no-kubeconfig"))
-	kubectl, kerr := exec.LookPath("kubectl")
+// findKubectl sets up a user's environment, krew's bin on PATH, and finds
+// kubectl, when it is installed, to run the plugin through.
+func (k *krewRelease) findKubectl(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(k.krewRoot, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
+	k.runEnv = append(makeEnv(), "PATH="+path, "KUBECONFIG="+filepath.Join(k.tmp, "no-kubeconfig"))
+	k.kubectl, k.kerr = exec.LookPath("kubectl")
+}
+
+// checkInstalledVersion runs the installed plugin the way a user does
+// when kubectl is installed.
+func (k *krewRelease) checkInstalledVersion(t *testing.T) {
+	t.Helper()
 	var versionJSON string
-	if kerr == nil {
-		versionJSON = run(t, runEnv, kubectl, "proxyrules", "version", "-o", "json")
+	if k.kerr == nil {
+		versionJSON = run(t, k.runEnv, k.kubectl, "proxyrules", "version", "-o", "json")
 	} else {
-		t.Logf("no kubectl on PATH: running %s directly", plugin)
-		versionJSON = run(t, runEnv, plugin, "version", "-o", "json")
+		t.Logf("no kubectl on PATH: running %s directly", k.plugin)
+		versionJSON = run(t, k.runEnv, k.plugin, "version", "-o", "json")
 	}
 	var v map[string]string
 	if err := json.Unmarshal([]byte(versionJSON), &v); err != nil {
 		t.Fatalf("version -o json: %v\n%s", err, versionJSON)
 	}
-	for k, want := range map[string]string{
+	for key, want := range map[string]string{
 		"apiVersion": "proxyrules.kubectl.io/v1alpha1", "kind": "Version",
-		"version": version, "platform": platform, "goVersion": runtime.Version(),
+		"version": k.version, "platform": k.platform, "goVersion": runtime.Version(),
 	} {
-		if v[k] != want {
-			t.Errorf("installed plugin: version -o json: %s = %q, want %q", k, v[k], want)
+		if v[key] != want {
+			t.Errorf("installed plugin: version -o json: %s = %q, want %q", key, v[key], want)
 		}
 	}
 	if v["date"] == "" || v["date"] == "unknown" || v["commit"] == "" {
 		t.Errorf("installed plugin: commit/date not stamped: %v", v)
 	}
-	out = run(t, runEnv, plugin, "--version")
-	if want := "kubectl proxyrules " + version + " "; !strings.HasPrefix(out, want) {
+	out := run(t, k.runEnv, k.plugin, "--version")
+	if want := "kubectl proxyrules " + k.version + " "; !strings.HasPrefix(out, want) {
 		t.Errorf("--version = %q, want prefix %q", out, want)
 	}
+}
 
-	// Completion: the helper from the archive, copied next to the plugin as
-	// the caveats say, completes sub-commands; kubectl (1.26+) uses it for
-	// `kubectl proxyrules <TAB>`.
-	helper := filepath.Join(krewRoot, "bin", "kubectl_complete-proxyrules")
-	copyFile(t, filepath.Join(store, "kubectl_complete-proxyrules"), helper)
-	out = run(t, runEnv, helper, "")
+// checkCompletion: the helper from the archive, copied next to the plugin
+// as the caveats say, completes sub-commands; kubectl (1.26+) uses it for
+// `kubectl proxyrules <TAB>`.
+func (k *krewRelease) checkCompletion(t *testing.T) {
+	t.Helper()
+	helper := filepath.Join(k.krewRoot, "bin", "kubectl_complete-proxyrules")
+	copyFile(t, filepath.Join(k.store, "kubectl_complete-proxyrules"), helper)
+	out := run(t, k.runEnv, helper, "")
 	for _, sub := range []string{"map", "version", "completion"} {
 		if !regexp.MustCompile(`(?m)^` + sub + `\b`).MatchString(out) {
 			t.Errorf("kubectl_complete-proxyrules \"\" does not offer %s:\n%s", sub, out)
 		}
 	}
-	if kerr == nil {
-		out, err := runErr(runEnv, kubectl, "__complete", "proxyrules", "ma")
+	if k.kerr == nil {
+		out, err := runErr(k.runEnv, k.kubectl, "__complete", "proxyrules", "ma")
 		switch {
 		case err != nil:
 			t.Logf("kubectl __complete: %v (a kubectl older than 1.26 has no plugin completion)", err)
