@@ -931,13 +931,7 @@ func runFault(t *testing.T, f *faultEnv, fault kFault, objects string) {
 	snaps := fault.chains(t, f)
 	t.Cleanup(func() { restoreChecked(t, snaps) })
 	healthy := normDump(n, nodeDump(t, n))
-	for _, p := range fault.probes {
-		if p.clients == 0 {
-			if _, ok := f.cases[p.c.name]; !ok {
-				t.Fatalf("no case %q", p.c.name)
-			}
-		}
-	}
+	f.checkProbeCases(t, fault)
 	const flows = 300
 	dir := t.TempDir()
 	resyncs, unlucky := 0, 0
@@ -952,42 +946,14 @@ func runFault(t *testing.T, f *faultEnv, fault kFault, objects string) {
 			t.Fatalf("the fault changed nothing in the node's rules")
 		}
 		// The probes; records first, then the rules read right before.
-		var results []*probeResult
-		for _, p := range fault.probes {
-			r := &probeResult{p: p, c: f.cases[p.c.name]}
-			if p.clients > 0 {
-				r.c = kCase{name: p.c.name, from: kNodeF, proto: "tcp", dst: netip.AddrPortFrom(f.svcs["affinity"].clusterIP, f.svcs["affinity"].ports["http"].port)}
-				r.srcs = l.clients(t, p.clients)
-				if p.record != nil {
-					var els []string
-					for _, s := range r.srcs {
-						els = append(els, s.String())
-					}
-					f.nft(t, "add", "element", "ip", "kube-proxy", p.record(t, f), "{ "+strings.Join(els, ", ")+" }")
-				}
-			} else {
-				r.srcs = []netip.Addr{l.src(r.c.from)}
-			}
-			results = append(results, r)
-		}
+		results := f.startProbes(t, fault)
 		beforeRaw = nodeDump(t, n)
 		// The live trace, once, of the first probe: before its flows (a
 		// client probe's flows give its clients affinity records), judged
 		// when the rules read after probing are still those read here.
 		r0 := results[0]
 		live := mustTrace(t, append([]string{"--node", n.name}, traceArgs(r0.c.from, r0.c.proto, r0.c.dst, r0.srcs[0], r0.p.clients > 0)...)...)
-		for _, r := range results {
-			l.forget(r.c.proto, r.c.dst)
-			if r.p.clients > 0 {
-				for i, s := range r.srcs {
-					o := l.send(t, r.c, s, 1)
-					o[0].Flow = i
-					r.obs = append(r.obs, o...)
-				}
-			} else {
-				r.obs = l.send(t, r.c, netip.Addr{}, flows)
-			}
-		}
+		f.sendProbes(t, results, flows)
 		afterRaw := nodeDump(t, n)
 		if after := normDump(n, afterRaw); after != normDump(n, beforeRaw) {
 			resyncs++
@@ -1004,72 +970,19 @@ func runFault(t *testing.T, f *faultEnv, fault kFault, objects string) {
 		// are new there).
 		afterFile := writeTempIn(t, dir, fmt.Sprintf("after-%d.txt", attempt), afterRaw)
 		beforeFile := writeTempIn(t, dir, fmt.Sprintf("before-%d.txt", attempt), beforeRaw)
-		allOK, fatal := true, false
-		var exps []kExpect
-		var msgs []string
 		dumps := map[string][]byte{afterFile: afterRaw, beforeFile: beforeRaw}
-		var used []string
-		for _, r := range results {
-			dump := afterFile
-			if r.p.clients > 0 {
-				dump = beforeFile
-			}
-			used = append(used, dump)
-			args := append([]string{"--from-dump", dump, "--from-objects", objects, "--node", n.name, "--node-ip", n.ip.String()},
-				traceArgs(r.c.from, r.c.proto, r.c.dst, r.srcs[0], r.p.clients > 0)...)
-			what := fmt.Sprintf("%s: %s %s → %s (%s)", r.c.name, r.c.proto, r.srcs[0], r.c.dst, r.c.from)
-			ex := expectTrace(t, what, mustTrace(t, args...), r.c.from == kNodeF, "")
-			exps = append(exps, ex)
-			ok, fat, msg := fit(r.obs, ex, r.c.from != kNodeF)
-			msgs = append(msgs, what+": "+msg)
-			allOK, fatal = allOK && ok, fatal || fat
-		}
-		if !allOK && !fatal && unlucky == 0 {
+		j := f.judgeProbes(t, results, objects, afterFile, beforeFile)
+		if !j.allOK && !j.fatal && unlucky == 0 {
 			unlucky++
-			t.Logf("attempt %d: a split did not fit; once more on fresh flows:\n%s", attempt, strings.Join(msgs, "\n"))
+			t.Logf("attempt %d: a split did not fit; once more on fresh flows:\n%s", attempt, strings.Join(j.msgs, "\n"))
 			continue
 		}
-		for i, r := range results {
-			t.Logf("attempt %d: %s", attempt, msgs[i])
-			if ok, _, _ := fit(r.obs, exps[i], r.c.from != kNodeF); !ok {
-				t.Errorf("the kernel disagrees with trace --from-dump: %s\ntrace:\n  %s\ndump: %s", msgs[i], exps[i].summary, saveDump(t, n, fault.name, dumps[used[i]]))
-			}
-			if r.c.from == kNodeF {
-				checkNodeMasq(t, r.c.name, exps[i], r.obs)
-			}
-			premise(t, r.c.name, r.p.want, r.obs)
-			if fault.noMasq {
-				for _, o := range r.obs {
-					if o.Masqueraded {
-						t.Errorf("%s: premise: nothing masqueraded under the fault; flow %v was: %s", r.c.name, o.Src, o.Raw)
-						break
-					}
-				}
-			}
-		}
-		ex := expectTrace(t, "live "+r0.c.name, live, r0.c.from == kNodeF, "")
-		if ok, _, msg := fit(r0.obs, ex, r0.c.from != kNodeF); !ok {
-			t.Errorf("the live trace --node %s disagrees with the kernel: %s\ntrace:\n  %s\ndump: %s", n.name, msg, ex.summary, saveDump(t, n, fault.name+"-live", beforeRaw))
-		} else {
-			t.Logf("live trace --node %s: %s", n.name, msg)
-		}
+		f.reportProbes(t, fault, attempt, results, j, dumps)
+		f.checkLiveTrace(t, fault, r0, live, beforeRaw)
 		// One flow of each probe traced (nft monitor trace), under the
 		// same rules; a client probe's from one more client in the same
 		// state (its own clients have records now).
-		for i, r := range results {
-			src := netip.Addr{}
-			if r.p.clients > 0 {
-				src = l.clients(t, 1)[0]
-				if r.p.record != nil {
-					f.nft(t, "add", "element", "ip", "kube-proxy", r.p.record(t, f), "{ "+src.String()+" }")
-				}
-			}
-			what := fmt.Sprintf("%s: %s %s → %s (%s)", r.c.name, r.c.proto, l.src(r.c.from), r.c.dst, r.c.from)
-			if src.IsValid() {
-				what = fmt.Sprintf("%s: %s %s → %s (%s)", r.c.name, r.c.proto, src, r.c.dst, r.c.from)
-			}
-			l.checkPath(t, what, r.c.from, r.c.proto, r.c.dst, src, exps[i])
-		}
+		f.traceProbePaths(t, results, j.exps)
 		if normDump(n, nodeDump(t, n)) != normDump(n, afterRaw) {
 			t.Errorf("the rules changed while the paths were traced: the paths may not be the fault's")
 		}
@@ -1077,6 +990,150 @@ func runFault(t *testing.T, f *faultEnv, fault kFault, objects string) {
 			l.forget(r.c.proto, r.c.dst)
 		}
 		return
+	}
+}
+
+// checkProbeCases fails t unless every case a fault's probes name exists.
+func (f *faultEnv) checkProbeCases(t *testing.T, fault kFault) {
+	for _, p := range fault.probes {
+		if p.clients == 0 {
+			if _, ok := f.cases[p.c.name]; !ok {
+				t.Fatalf("no case %q", p.c.name)
+			}
+		}
+	}
+}
+
+// startProbes readies each probe of a fault: its case and its sources (a
+// client probe's fresh clients, put in its affinity set first when it
+// names one).
+func (f *faultEnv) startProbes(t *testing.T, fault kFault) []*probeResult {
+	l := f.l
+	var results []*probeResult
+	for _, p := range fault.probes {
+		r := &probeResult{p: p, c: f.cases[p.c.name]}
+		if p.clients > 0 {
+			r.c = kCase{name: p.c.name, from: kNodeF, proto: "tcp", dst: netip.AddrPortFrom(f.svcs["affinity"].clusterIP, f.svcs["affinity"].ports["http"].port)}
+			r.srcs = l.clients(t, p.clients)
+			if p.record != nil {
+				var els []string
+				for _, s := range r.srcs {
+					els = append(els, s.String())
+				}
+				f.nft(t, "add", "element", "ip", "kube-proxy", p.record(t, f), "{ "+strings.Join(els, ", ")+" }")
+			}
+		} else {
+			r.srcs = []netip.Addr{l.src(r.c.from)}
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
+// sendProbes sends each probe's flows: one from each client of a client
+// probe, flows from the case's source otherwise.
+func (f *faultEnv) sendProbes(t *testing.T, results []*probeResult, flows int) {
+	l := f.l
+	for _, r := range results {
+		l.forget(r.c.proto, r.c.dst)
+		if r.p.clients > 0 {
+			for i, s := range r.srcs {
+				o := l.send(t, r.c, s, 1)
+				o[0].Flow = i
+				r.obs = append(r.obs, o...)
+			}
+		} else {
+			r.obs = l.send(t, r.c, netip.Addr{}, flows)
+		}
+	}
+}
+
+// probeJudgement is trace --from-dump's expectation for each probe and
+// how the kernel's flows fit it.
+type probeJudgement struct {
+	exps         []kExpect
+	msgs         []string
+	used         []string // the dump file each probe was traced on
+	allOK, fatal bool
+}
+
+// judgeProbes traces each probe on the dump read after probing (a client
+// probe on the one read before) and fits its flows to the trace.
+func (f *faultEnv) judgeProbes(t *testing.T, results []*probeResult, objects, afterFile, beforeFile string) *probeJudgement {
+	n := f.n
+	j := &probeJudgement{allOK: true}
+	for _, r := range results {
+		dump := afterFile
+		if r.p.clients > 0 {
+			dump = beforeFile
+		}
+		j.used = append(j.used, dump)
+		args := append([]string{"--from-dump", dump, "--from-objects", objects, "--node", n.name, "--node-ip", n.ip.String()},
+			traceArgs(r.c.from, r.c.proto, r.c.dst, r.srcs[0], r.p.clients > 0)...)
+		what := fmt.Sprintf("%s: %s %s → %s (%s)", r.c.name, r.c.proto, r.srcs[0], r.c.dst, r.c.from)
+		ex := expectTrace(t, what, mustTrace(t, args...), r.c.from == kNodeF, "")
+		j.exps = append(j.exps, ex)
+		ok, fat, msg := fit(r.obs, ex, r.c.from != kNodeF)
+		j.msgs = append(j.msgs, what+": "+msg)
+		j.allOK, j.fatal = j.allOK && ok, j.fatal || fat
+	}
+	return j
+}
+
+// reportProbes fails t where the kernel's flows do not fit trace
+// --from-dump, a node flow's masquerade disagrees, or a premise of the
+// fault does not hold.
+func (f *faultEnv) reportProbes(t *testing.T, fault kFault, attempt int, results []*probeResult, j *probeJudgement, dumps map[string][]byte) {
+	n := f.n
+	for i, r := range results {
+		t.Logf("attempt %d: %s", attempt, j.msgs[i])
+		if ok, _, _ := fit(r.obs, j.exps[i], r.c.from != kNodeF); !ok {
+			t.Errorf("the kernel disagrees with trace --from-dump: %s\ntrace:\n  %s\ndump: %s", j.msgs[i], j.exps[i].summary, saveDump(t, n, fault.name, dumps[j.used[i]]))
+		}
+		if r.c.from == kNodeF {
+			checkNodeMasq(t, r.c.name, j.exps[i], r.obs)
+		}
+		premise(t, r.c.name, r.p.want, r.obs)
+		if fault.noMasq {
+			for _, o := range r.obs {
+				if o.Masqueraded {
+					t.Errorf("%s: premise: nothing masqueraded under the fault; flow %v was: %s", r.c.name, o.Src, o.Raw)
+					break
+				}
+			}
+		}
+	}
+}
+
+// checkLiveTrace fails t unless the live trace of the first probe, taken
+// before its flows, fits them.
+func (f *faultEnv) checkLiveTrace(t *testing.T, fault kFault, r0 *probeResult, live tTrace, beforeRaw []byte) {
+	n := f.n
+	ex := expectTrace(t, "live "+r0.c.name, live, r0.c.from == kNodeF, "")
+	if ok, _, msg := fit(r0.obs, ex, r0.c.from != kNodeF); !ok {
+		t.Errorf("the live trace --node %s disagrees with the kernel: %s\ntrace:\n  %s\ndump: %s", n.name, msg, ex.summary, saveDump(t, n, fault.name+"-live", beforeRaw))
+	} else {
+		t.Logf("live trace --node %s: %s", n.name, msg)
+	}
+}
+
+// traceProbePaths traces one more flow of each probe in the kernel and
+// checks its path against the probe's expectation.
+func (f *faultEnv) traceProbePaths(t *testing.T, results []*probeResult, exps []kExpect) {
+	l := f.l
+	for i, r := range results {
+		src := netip.Addr{}
+		if r.p.clients > 0 {
+			src = l.clients(t, 1)[0]
+			if r.p.record != nil {
+				f.nft(t, "add", "element", "ip", "kube-proxy", r.p.record(t, f), "{ "+src.String()+" }")
+			}
+		}
+		what := fmt.Sprintf("%s: %s %s → %s (%s)", r.c.name, r.c.proto, l.src(r.c.from), r.c.dst, r.c.from)
+		if src.IsValid() {
+			what = fmt.Sprintf("%s: %s %s → %s (%s)", r.c.name, r.c.proto, src, r.c.dst, r.c.from)
+		}
+		l.checkPath(t, what, r.c.from, r.c.proto, r.c.dst, src, exps[i])
 	}
 }
 
