@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
 	"golang.org/x/term"
@@ -67,7 +65,6 @@ func (ld *Loader) Load(ctx context.Context, req Request) (*Loaded, error) {
 	if req.ObjectsOnly && len(req.Files.Dumps) == 0 && len(req.Files.Bundles) == 0 && req.Node == "" {
 		return ld.loadObjectsOnly(ctx, req)
 	}
-	set := ld.inputSet(req)
 	bundles := req.Files.Bundles
 	if req.live() {
 		dir, err := collect.MkdirTemp("", "proxyrules-")
@@ -79,9 +76,10 @@ func (ld *Loader) Load(ctx context.Context, req Request) (*Loaded, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.objects = objs // decoded once, by the collector
+		req.Objects = objs // decoded once, by the collector
 		bundles = []string{dir}
 	}
+	set := ld.inputSet(req)
 	bundles, err := set.sweepFolders(bundles)
 	if err != nil {
 		return nil, err
@@ -131,43 +129,6 @@ func (ld *Loader) describeNode(req Request, set *inputSet, l *Loaded) {
 			fmt.Fprintf(ld.errOut(), "warning: %s: %s\n", d.Source, sanitize(msg))
 		}
 	}
-}
-
-// inputSet starts the files of one load: those req names.
-func (ld *Loader) inputSet(req Request) *inputSet {
-	caps := ld.Caps
-	if caps == nil {
-		caps = defaultCaps
-	}
-	// Clipped: a bundle's files are appended to a copy of each list.
-	files := InputFiles{Dumps: clip(req.Files.Dumps), Objects: clip(req.Files.Objects), Metrics: clip(req.Files.Metrics),
-		Config: clip(req.Files.Config), Bundles: clip(req.Files.Bundles)}
-	return &inputSet{InputFiles: files, node: req.Node, objects: req.Objects, table: req.Table,
-		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}}
-}
-
-// sweepFolders resolves sweep folders among bundles: a node's bundle
-// inside one is read with the folder's objects; a whole folder names one
-// node's bundle (a sweep reads its nodes one request each).
-func (s *inputSet) sweepFolders(bundles []string) ([]string, error) {
-	for _, b := range bundles {
-		if sweep := sweepOfNodeBundle(b); sweep != "" && !s.haveObjects() {
-			s.Objects = []string{filepath.Join(sweep, collect.SweepObjectsFile)}
-		}
-	}
-	dir := sweepDirOf(bundles)
-	if dir == "" {
-		return bundles, nil
-	}
-	if s.node == "" {
-		return nil, fmt.Errorf("%s is a sweep folder of many nodes: pass --node NAME for one of them, or use a command that sweeps (triage, stale, counts, masq, explain)", dir)
-	}
-	bundles = slices.DeleteFunc(slices.Clone(bundles), func(b string) bool { return b == dir })
-	bundles = append(bundles, collect.NodeBundleDir(dir, s.node))
-	if !s.haveObjects() {
-		s.Objects = []string{filepath.Join(dir, collect.SweepObjectsFile)}
-	}
-	return bundles, nil
 }
 
 // Objects are the objects req names (already read, or files), else the

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -35,6 +36,43 @@ type inputSet struct {
 	// bundleFiles are the inputs that are files of a bundle, by the path
 	// addBundle put in the lists: open reads them through their bundle.
 	bundleFiles map[string]bundleFile
+}
+
+// inputSet starts the files of one load: those req names.
+func (ld *Loader) inputSet(req Request) *inputSet {
+	caps := ld.Caps
+	if caps == nil {
+		caps = defaultCaps
+	}
+	// Clipped: a bundle's files are appended to a copy of each list.
+	files := InputFiles{Dumps: clip(req.Files.Dumps), Objects: clip(req.Files.Objects), Metrics: clip(req.Files.Metrics),
+		Config: clip(req.Files.Config), Bundles: clip(req.Files.Bundles)}
+	return &inputSet{InputFiles: files, node: req.Node, objects: req.Objects, table: req.Table,
+		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}}
+}
+
+// sweepFolders resolves sweep folders among bundles: a node's bundle
+// inside one is read with the folder's objects; a whole folder names one
+// node's bundle (a sweep reads its nodes one request each).
+func (s *inputSet) sweepFolders(bundles []string) ([]string, error) {
+	for _, b := range bundles {
+		if sweep := sweepOfNodeBundle(b); sweep != "" && !s.haveObjects() {
+			s.Objects = []string{filepath.Join(sweep, collect.SweepObjectsFile)}
+		}
+	}
+	dir := sweepDirOf(bundles)
+	if dir == "" {
+		return bundles, nil
+	}
+	if s.node == "" {
+		return nil, fmt.Errorf("%s is a sweep folder of many nodes: pass --node NAME for one of them, or use a command that sweeps (triage, stale, counts, masq, explain)", dir)
+	}
+	bundles = slices.DeleteFunc(slices.Clone(bundles), func(b string) bool { return b == dir })
+	bundles = append(bundles, collect.NodeBundleDir(dir, s.node))
+	if !s.haveObjects() {
+		s.Objects = []string{filepath.Join(dir, collect.SweepObjectsFile)}
+	}
+	return bundles, nil
 }
 
 type bundleFile struct {
