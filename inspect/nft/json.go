@@ -27,7 +27,7 @@ import (
 // ParseJSON reads `nft -j list ruleset` (or `nft -j list table …`)
 // output. It streams: the "nftables" array is decoded one object at a time,
 // so the input is never held in memory as a whole. Tables of an
-// iptables-nft node become IPTables (see nft_xtables.go); every other table
+// iptables-nft node become IPTables (see xtables.go); every other table
 // becomes an NFTTable. On malformed input it returns what was read before
 // the error together with the error.
 func ParseJSON(r io.Reader, source string) (*inspect.Ruleset, error) {

@@ -410,7 +410,7 @@ func (lr *lineReader) failure() error {
 // -a handles, -n numeric output, and the `# Warning: table ip nat is managed
 // by iptables-nft` lines nft prints). Every table becomes an NFTTable, except
 // the tables of an iptables-nft node, which become IPTables (see
-// nft_xtables.go). Unexpected lines are skipped with a warning; a read error
+// xtables.go). Unexpected lines are skipped with a warning; a read error
 // or binary input returns what was read so far together with the error.
 func ParseText(r io.Reader, source string) (*inspect.Ruleset, error) {
 	return parseTextWith(r, source, readOptions{})
