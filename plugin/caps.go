@@ -35,7 +35,7 @@ type inputCaps map[string]int64
 var defaultCaps = inputCaps{
 	capDump:    1 << 30,
 	capObjects: 256 << 20,
-	capMetrics: 64 << 20,
+	capMetrics: 16 << 20,
 	capConfig:  8 << 20,
 	capBundle:  2 << 30,
 }

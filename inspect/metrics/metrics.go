@@ -23,10 +23,15 @@ type Metrics struct {
 	Families map[string]*dto.MetricFamily
 }
 
-// Parse reads Prometheus text exposition format.
+// Parse reads Prometheus text exposition format, within the caps on
+// samples and labels (limits.go).
 func Parse(r io.Reader, source string) (*Metrics, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	cr := &countingReader{r: r, source: source}
+	fams, err := p.TextToMetricFamilies(cr)
+	if cr.err != nil {
+		return nil, cr.err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: not Prometheus metrics: %w", source, err)
 	}

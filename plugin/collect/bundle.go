@@ -124,7 +124,7 @@ var DefaultLimits = Limits{
 		case KindObjects:
 			return 256 << 20
 		case KindMetrics:
-			return 64 << 20
+			return 16 << 20
 		case KindConfig:
 			return 8 << 20
 		}
