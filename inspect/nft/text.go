@@ -491,6 +491,7 @@ type setBlock struct {
 	set   knftables.Set
 	mp    knftables.Map
 	elems []*knftables.Element
+	full  bool // MaxSetElements read: the rest is not
 }
 
 // maxContinuation bounds how many lines one statement (a rule or an
@@ -1004,10 +1005,15 @@ func (p *textParser) elements(line string) {
 		body = body[:i]
 	}
 	sb := p.set
-	p.parts = appendSplitTop(p.parts[:0], body, ',')
+	// No more parts than the set has room for (and one to tell it is full).
+	p.parts = appendSplitTop(p.parts[:0], body, ',', MaxSetElements-len(sb.elems)+1)
 	for _, part := range p.parts {
 		if strings.TrimSpace(part) == "" {
 			continue
+		}
+		if len(sb.elems) >= MaxSetElements {
+			p.setFull(sb)
+			break
 		}
 		e := p.es.parse(part)
 		if len(e.Key) == 0 {
@@ -1023,9 +1029,29 @@ func (p *textParser) elements(line string) {
 	}
 }
 
+// MaxSetElements bounds the elements read of one set or map: kube-proxy's
+// largest maps hold one element per Service port or endpoint (some
+// hundred thousand on the biggest clusters), and 10 million elements
+// took 3.4 GB to read.
+const MaxSetElements = 1 << 20
+
+// setFull warns, once per set, that the rest of its elements are not read.
+func (p *textParser) setFull(sb *setBlock) {
+	if sb.full {
+		return
+	}
+	sb.full = true
+	name, family, table := sb.set.Name, sb.set.Family, sb.set.Table
+	if sb.isMap {
+		name, family, table = sb.mp.Name, sb.mp.Family, sb.mp.Table
+	}
+	p.b.warn("line %d: %s %s %s holds more than %d elements: only the first %d are read (kube-proxy's largest maps hold one per Service port or endpoint)",
+		p.lr.line, family, table, name, MaxSetElements, MaxSetElements)
+}
+
 // appendSplitTop appends to out the parts of s split on sep outside double
-// quotes, braces and brackets.
-func appendSplitTop(out []string, s string, sep byte) []string {
+// quotes, braces and brackets: at most n parts (the rest is dropped).
+func appendSplitTop(out []string, s string, sep byte, n int) []string {
 	depth := 0
 	inQ := false
 	start := 0
@@ -1042,7 +1068,9 @@ func appendSplitTop(out []string, s string, sep byte) []string {
 				depth--
 			}
 		case c == sep && depth == 0:
-			out = append(out, s[start:i])
+			if out = append(out, s[start:i]); len(out) >= n {
+				return out
+			}
 			start = i + 1
 		}
 	}
