@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -191,8 +192,8 @@ type loadResult struct {
 	err  error
 }
 
-// load reads the files, each on a goroutine of its own: the dumps are
-// parsed while the objects decode, several dumps at once. What they hold is
+// load reads the files, parseWorkers at once: the dumps are parsed while
+// the objects decode, several dumps at once. What they hold is
 // joined in the order given, and the first error in that order is the one
 // returned, so the result is that of reading them one after another.
 func (s *inputSet) load() (*Loaded, error) {
@@ -223,17 +224,7 @@ func (s *inputSet) load() (*Loaded, error) {
 		})
 	}
 	tasks = append(tasks, objects.tasks...)
-	results := make([]loadResult, len(tasks))
-	var wg sync.WaitGroup
-	for i, task := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = task()
-		}()
-	}
-	wg.Wait()
-	l, err := joinResults(results, objects.files)
+	l, err := joinResults(runTasks(tasks, parseWorkers()), objects.files)
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +238,30 @@ func (s *inputSet) load() (*Loaded, error) {
 		return nil, fmt.Errorf("the inputs hold no ruleset (only metrics?): pass an iptables-save or nft dump with --from-dump")
 	}
 	return l, nil
+}
+
+// parseWorkers is how many files are parsed at once: every core busy, and
+// no more inputs in memory half-parsed than that (a parse costs several
+// times its input while it runs).
+func parseWorkers() int { return runtime.GOMAXPROCS(0) + 1 }
+
+// runTasks runs tasks, at most workers at once, started in the order
+// given; result i is task i's. A task may wait on a sync.Once another runs
+// (objects.all), never on a task not started: each runs on its caller.
+func runTasks(tasks []func() loadResult, workers int) []loadResult {
+	results := make([]loadResult, len(tasks))
+	slots := make(chan struct{}, max(workers, 1))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			results[i] = task()
+		}()
+	}
+	wg.Wait()
+	return results
 }
 
 // objectReads are the objects of a load: given (already read, narrowed to

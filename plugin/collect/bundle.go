@@ -133,6 +133,70 @@ var DefaultLimits = Limits{
 	Total: 2 << 30,
 }
 
+// kindBounds bound the files of one kind a bundle may list, so that what
+// is parsed at once stays a small multiple of one file's cap: at most
+// files of the kind, together at most total times the cap on one. collect
+// writes up to 10 rulesets (the service scope 6), 2 metrics files, 1
+// configuration and 1 objects file.
+var kindBounds = map[string]struct {
+	files int
+	total int64
+}{
+	KindRuleset: {16, 2},
+	KindMetrics: {4, 2},
+	KindConfig:  {4, 2},
+	KindObjects: {2, 1},
+}
+
+// kindTotal is the most the files of kind may hold together.
+func (l Limits) kindTotal(kind string) int64 {
+	kb, ok := kindBounds[kind]
+	if !ok {
+		return l.Total
+	}
+	return min(kb.total*l.File(kind), l.Total)
+}
+
+// checkKinds refuses a manifest that lists more files of a kind than the
+// reader takes (of the kinds lim wants).
+func checkKinds(m *Manifest, lim Limits) error {
+	count := map[string]int{}
+	for _, f := range m.Files {
+		if f.Bytes > 0 && lim.File(f.Kind) > 0 {
+			count[f.Kind]++
+		}
+	}
+	for _, kind := range []string{KindRuleset, KindMetrics, KindConfig, KindObjects} {
+		if n, most := count[kind], kindBounds[kind].files; n > most {
+			return fmt.Errorf("lists %d %s files, more than the %d this plugin reads (collect writes at most %d): refusing to read it",
+				n, kind, most, collectWrites[kind])
+		}
+	}
+	return nil
+}
+
+// collectWrites is how many files of each kind collect writes at most.
+var collectWrites = map[string]int{KindRuleset: 10, KindMetrics: 2, KindConfig: 1, KindObjects: 1}
+
+// checkKindTotals refuses a bundle directory whose files of one kind hold
+// more than the kind's total together (an archive's are counted as they
+// are extracted).
+func (b *Bundle) checkKindTotals() error {
+	sum := map[string]int64{}
+	for _, f := range b.Manifest.Files {
+		if f.Bytes == 0 || b.limits.File(f.Kind) <= 0 || !validBundlePath(f.Path) {
+			continue
+		}
+		if st, err := b.root.Lstat(f.Path); err == nil && st.Mode().IsRegular() {
+			sum[f.Kind] += st.Size()
+			if sum[f.Kind] > b.limits.kindTotal(f.Kind) {
+				return &LimitError{What: fmt.Sprintf("the %s files of bundle %s together", f.Kind, b.Dir), Kind: f.Kind, Limit: b.limits.kindTotal(f.Kind)}
+			}
+		}
+	}
+	return nil
+}
+
 // LimitError is a bundle or input larger than a cap.
 type LimitError struct {
 	What  string // what is too large: "bundle file objects.json"
@@ -219,7 +283,8 @@ func OpenBundle(ctx context.Context, name string, lim Limits) (*Bundle, error) {
 	}
 	b := &Bundle{Dir: name, limits: lim}
 	if !st.IsDir() {
-		tmp, err := MkdirTemp("", "proxyrules-bundle-")
+		removeStaleTemps()
+		tmp, err := MkdirTemp("", bundleTempPrefix)
 		if err != nil {
 			return nil, err
 		}
@@ -242,6 +307,15 @@ func OpenBundle(ctx context.Context, name string, lim Limits) (*Bundle, error) {
 		if err == nil {
 			err = readManifest(f, &b.Manifest)
 			f.Close()
+		}
+		if err == nil {
+			err = checkKinds(&b.Manifest, lim)
+		}
+		if err == nil {
+			if err = b.checkKindTotals(); err != nil {
+				b.Close()
+				return nil, err
+			}
 		}
 		if err != nil {
 			b.Close()
@@ -437,6 +511,7 @@ type extraction struct {
 	wanted    map[string]BundleFile // nil until the manifest is read
 	extracted map[string]bool
 	total     int64 // bytes extracted
+	kindBytes map[string]int64
 	skipped   int64 // bytes read past
 }
 
@@ -455,7 +530,10 @@ func (x *extraction) readManifest(h *tar.Header, r io.Reader) error {
 	if err := readManifest(r, x.m); err != nil {
 		return fmt.Errorf("%s: %w", ManifestFile, err)
 	}
-	x.wanted, x.extracted = map[string]BundleFile{}, map[string]bool{}
+	if err := checkKinds(x.m, x.lim); err != nil {
+		return fmt.Errorf("%s: %w", ManifestFile, err)
+	}
+	x.wanted, x.extracted, x.kindBytes = map[string]BundleFile{}, map[string]bool{}, map[string]int64{}
 	for _, f := range x.m.Files {
 		if f.Bytes > 0 && x.lim.File(f.Kind) > 0 {
 			x.wanted[f.Path] = f
@@ -494,7 +572,11 @@ func (x *extraction) visit(rel string, h *tar.Header, r io.Reader) (bool, error)
 	if x.total+h.Size > x.lim.Total {
 		return true, &LimitError{What: "the files of the bundle together", Limit: x.lim.Total}
 	}
+	if x.kindBytes[f.Kind]+h.Size > x.lim.kindTotal(f.Kind) {
+		return true, &LimitError{What: fmt.Sprintf("the %s files of the bundle together", f.Kind), Kind: f.Kind, Limit: x.lim.kindTotal(f.Kind)}
+	}
 	x.total += h.Size
+	x.kindBytes[f.Kind] += h.Size
 	return false, writeEntry(x.root, rel, r, h.Size)
 }
 

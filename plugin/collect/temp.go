@@ -2,7 +2,10 @@ package collect
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Temporary directories the plugin fills (an extracted bundle, a live
@@ -42,5 +45,47 @@ func RemoveTemps() {
 	for d := range temps.dirs {
 		os.RemoveAll(d)
 		delete(temps.dirs, d)
+	}
+}
+
+// bundleTempPrefix names the folders OpenBundle extracts an archive into
+// (os.MkdirTemp adds digits).
+const bundleTempPrefix = "proxyrules-bundle-"
+
+// staleTempAge is when an extraction folder is left over: one lives as
+// long as the command reading it (its files are all written within the
+// first minutes), and no command runs longer than the longest
+// --pod-deadline, an hour. Older ones were left by a process that was
+// killed (out of memory, SIGKILL), which no clean-up of its own outlives.
+const staleTempAge = time.Hour
+
+// cleanedTemps are the temporary directories already cleaned by this
+// process.
+var cleanedTemps sync.Map
+
+// removeStaleTemps removes, once per process and temporary directory, the
+// extraction folders older than staleTempAge that this user owns: only
+// folders named as OpenBundle names them, never a link.
+func removeStaleTemps() {
+	dir := os.TempDir()
+	if _, done := cleanedTemps.LoadOrStore(dir, true); done {
+		return
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-staleTempAge)
+	for _, e := range ents {
+		digits, ok := strings.CutPrefix(e.Name(), bundleTempPrefix)
+		if !ok || !e.IsDir() || digits == "" || strings.Trim(digits, "0123456789") != "" {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		st, err := os.Lstat(p)
+		if err != nil || !st.IsDir() || st.ModTime().After(cutoff) || !ownedByUser(st) {
+			continue
+		}
+		os.RemoveAll(p)
 	}
 }
