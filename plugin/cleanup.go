@@ -132,7 +132,7 @@ func (o *CleanupOptions) Run(cmd *cobra.Command) error {
 		if o.All {
 			fmt.Fprintln(o.Out, "no debug pods of kubectl-proxyrules left")
 		} else {
-			fmt.Fprintf(o.Out, "no debug pods of kubectl-proxyrules left by %s\n", sanitize(me))
+			fmt.Fprintf(o.Out, "no debug pods of kubectl-proxyrules left by %s\n", escapeData(me))
 		}
 		return nil
 	}
@@ -158,7 +158,7 @@ func (o *CleanupOptions) delete(ctx context.Context, pods []corev1.Pod, now time
 		p := &pods[i]
 		err := o.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &p.UID}})
 		if err != nil && !collect.IsNotFound(err) {
-			fmt.Fprintf(errOut, "could not delete %s: %s\n", o.describe(p, now), sanitize(err.Error()))
+			fmt.Fprintf(errOut, "could not delete %s: %s\n", o.describe(p, now), escapeData(err.Error()))
 			failed++
 			continue
 		}
@@ -171,13 +171,13 @@ func (o *CleanupOptions) delete(ctx context.Context, pods []corev1.Pod, now time
 }
 
 // describe names a pod for the user; its fields come from the cluster,
-// where anyone who may create pods can write them: sanitized.
+// where anyone who may create pods can write them: escaped.
 func (o *CleanupOptions) describe(p *corev1.Pod, now time.Time) string {
 	desc := fmt.Sprintf("pod %s/%s (node %s, age %s", p.Namespace, p.Name, p.Spec.NodeName, now.Sub(p.CreationTimestamp.Time).Round(time.Second))
 	if by := p.Annotations[collect.AnnotationStartedBy]; by != "" {
 		desc += ", started by " + by
 	}
-	return sanitize(desc + ")")
+	return escapeData(desc + ")")
 }
 
 // RemoveTemporaryFiles removes what the command extracted or collected into

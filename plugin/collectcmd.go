@@ -162,6 +162,7 @@ func (o *CollectOptions) Run() error {
 	}
 	// The manifest quotes the node (command errors, kube-proxy's mode).
 	out := &sanitizingWriter{w: o.Out}
+	escapeReport(man) // a warning quotes what a command printed on the node
 	fmt.Fprintf(out, "node %s (%s mode", man.Node, mode)
 	if man.Backend != "" {
 		fmt.Fprintf(out, ", iptables %s", man.Backend)

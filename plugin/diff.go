@@ -255,6 +255,7 @@ func (o *DiffOptions) Run() error {
 		}
 	} else {
 		w := newSanitizingWriter(o.IOStreams.Out, o.Out.term)
+		escapeReport(rep)
 		renderDiff(w, o.Out.term, rep)
 		w.flush()
 	}

@@ -126,7 +126,7 @@ func (ld *Loader) describeNode(req Request, set *inputSet, l *Loaded) {
 	}
 	for _, d := range l.Ruleset.Dumps {
 		for _, msg := range d.Warnings {
-			fmt.Fprintf(ld.errOut(), "warning: %s: %s\n", d.Source, sanitize(msg))
+			fmt.Fprintf(ld.errOut(), "warning: %s: %s\n", escapeData(d.Source), escapeData(msg))
 		}
 	}
 }

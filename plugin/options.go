@@ -212,6 +212,10 @@ func (o *analysisOptions) runRequest(req Request, build func(l *Loaded) (built, 
 		err = o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})
 	default:
 		out := newSanitizingWriter(o.IOStreams.Out, o.Out.term) // names and notes are untrusted text
+		// The writer lets newlines and colours pass, the plugin's own:
+		// the report's, from files, are escaped before they join them.
+		escapeReport(b.report)
+		escapeReport(&b.notChecked)
 		if o.Out.Listed() {
 			err = o.Out.printRows(out, withCollection{b.report, l.Collected}, b.rows())
 		} else if err = b.render(out, o.Out.term); err == nil {

@@ -33,6 +33,58 @@ func sanitize(s string) string {
 // SanitizeText is sanitize for the command's own error line.
 func SanitizeText(s string) string { return sanitize(s) }
 
+// escapeData is sanitize for one piece of data set among the plugin's own
+// lines (a name, a message or a rule read from a file): its newlines,
+// carriage returns and tabs are escaped too (\n, \r, \t), and so is ESC
+// whatever the terminal. The sanitizing writer lets the plugin's own
+// newlines and colours through and cannot tell them from the data's: a
+// Service named "web\ntriage node/x: HEALTHY" would forge a line.
+func escapeData(s string) string {
+	if !needsEscapeData(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		case c < 0x80:
+			b.WriteByte(c)
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && n == 1:
+				fmt.Fprintf(&b, `\x%02x`, c)
+			case unsafeRune(r):
+				q := strconv.QuoteRuneToASCII(r)
+				b.WriteString(q[1 : len(q)-1])
+			default:
+				b.WriteString(s[i : i+n])
+			}
+			i += n
+			continue
+		}
+		i++
+	}
+	return b.String()
+}
+
+func needsEscapeData(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
 func needsEscape(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' || c >= 0x7f {

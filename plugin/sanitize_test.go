@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
@@ -124,4 +126,142 @@ func FuzzSanitize(f *testing.F) {
 			}
 		}
 	})
+}
+
+// forge is data that would print a verdict line of its own, in green.
+const forge = "\ntriage node/x: HEALTHY \x1b[32mFORGED\x1b[0m\r"
+
+// forgingBundle is the small fixture as a bundle with forge in one field:
+// mutate edits objects.json (as JSON text) and the manifest.
+func forgingBundle(t *testing.T, mutate func(objects string, m *collect.Manifest) string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeBundle(t, dir, [][2]string{
+		{smallFixture + "iptables/save-nft-ipv4.txt", collect.KindRuleset},
+		{smallFixture + "objects.json", collect.KindObjects},
+	})
+	objects, err := os.ReadFile(filepath.Join(dir, "objects.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, collect.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m collect.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	objects = []byte(mutate(string(objects), &m))
+	if err := os.WriteFile(filepath.Join(dir, "objects.json"), objects, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Files {
+		if m.Files[i].Path == "objects.json" {
+			m.Files[i].Bytes = int64(len(objects))
+		}
+	}
+	if err := collect.WriteManifest(dir, &m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// jsonText is s as it is written inside a JSON string.
+func jsonText(s string) string {
+	q, _ := json.Marshal(s)
+	return string(q[1 : len(q)-1])
+}
+
+// TestDataCannotForgeLines: a name, an endpoint's node or a warning read
+// from a file is printed with its newline, carriage return and escape
+// sequences shown escaped: it cannot print a verdict line of its own, nor
+// colour it, even where the plugin's own colours pass.
+func TestDataCannotForgeLines(t *testing.T) {
+	serviceName := func(objects string, _ *collect.Manifest) string {
+		const svc = "\"name\": \"web\",\n                \"namespace\": \"shop\","
+		if strings.Count(objects, svc) != 1 {
+			t.Fatal("the fixture's Service shop/web moved")
+		}
+		return strings.Replace(objects, svc, "\"name\": \"web"+jsonText(forge)+"\",\n                \"namespace\": \"shop\",", 1)
+	}
+	endpointNode := func(objects string, _ *collect.Manifest) string {
+		return strings.ReplaceAll(objects, `"nodeName": "node-b"`, `"nodeName": "node-b`+jsonText(forge)+`"`)
+	}
+	warning := func(objects string, m *collect.Manifest) string {
+		m.Warnings = append(m.Warnings, "kube-proxy's /metrics did not answer"+forge)
+		return objects
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(string, *collect.Manifest) string
+		args   []string
+	}{
+		{"service name, triage", serviceName, []string{"triage"}},
+		{"service name, triage, colour", serviceName, []string{"triage", "--color", "always"}},
+		{"service name, explain by address", serviceName, []string{"explain", "10.96.10.1"}},
+		{"endpoint node, explain", endpointNode, []string{"explain", "svc/web", "-n", "shop"}},
+		{"endpoint node, explain, colour", endpointNode, []string{"explain", "svc/web", "-n", "shop", "--color", "always"}},
+		{"bundle warning, triage", warning, []string{"triage"}},
+		{"bundle warning, triage, colour", warning, []string{"triage", "--color", "always"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := forgingBundle(t, tc.mutate)
+			out, errOut, _ := runCmd(t, nil, append(tc.args, "--from-bundle", dir)...)
+			if shown := out + errOut; !strings.Contains(shown, `\ntriage`) || !strings.Contains(shown, `\x1b[32mFORGED\x1b[0m\r`) {
+				t.Errorf("the data is not shown, escaped:\n%s\n%s", out, errOut)
+			}
+			for _, s := range []string{out, errOut} {
+				for _, line := range strings.Split(s, "\n") {
+					if strings.HasPrefix(strings.TrimSpace(line), "triage node/x") {
+						t.Errorf("the data printed a line of its own: %q", line)
+					}
+				}
+				if strings.Contains(s, "\x1b[32mFORGED") || strings.Contains(s, "\r") {
+					t.Errorf("a raw escape sequence or carriage return of the data reached the terminal: %q", s)
+				}
+			}
+		})
+	}
+}
+
+func TestEscapeData(t *testing.T) {
+	for in, want := range map[string]string{
+		"web":                  "web",
+		"ünïcode ✓":            "ünïcode ✓",
+		"a\nb\rc\td":           `a\nb\rc\td`,
+		"\x1b[32mgreen\x1b[0m": `\x1b[32mgreen\x1b[0m`,
+		"c1 \u009b2J \x9b":     `c1 \u009b2J \x9b`,
+		"bidi \u202eevil":      `bidi \u202eevil`,
+	} {
+		if got := escapeData(in); got != want {
+			t.Errorf("escapeData(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// escapeReport escapes a report in place and never writes what the report
+// shares: the objects and other reports keep their data.
+func TestEscapeReportCopiesShared(t *testing.T) {
+	type inner struct{ Name string }
+	type report struct {
+		Title  string
+		Shared *inner
+		Items  []inner
+		ByName map[string]*inner
+		Any    any
+		hidden string
+	}
+	shared := &inner{Name: "a\nb"}
+	items := []inner{{"ok"}, {"c\x1b[2J"}}
+	byName := map[string]*inner{"k\n": shared}
+	rep := &report{Title: "t\r", Shared: shared, Items: items, ByName: byName, Any: inner{"d\n"}, hidden: "h\n"}
+	escapeReport(rep)
+	want := report{Title: `t\r`, Shared: &inner{`a\nb`}, Items: []inner{{"ok"}, {`c\x1b[2J`}}, ByName: map[string]*inner{`k\n`: {`a\nb`}}, Any: inner{`d\n`}, hidden: "h\n"}
+	if diff := cmp.Diff(want, *rep, cmp.AllowUnexported(report{})); diff != "" {
+		t.Errorf("escaped report (-want +got):\n%s", diff)
+	}
+	if shared.Name != "a\nb" || items[1].Name != "c\x1b[2J" || byName["k\n"] != shared {
+		t.Errorf("escapeReport wrote what the report shares: %q %q %v", shared.Name, items[1].Name, byName)
+	}
 }

@@ -212,7 +212,8 @@ func (o *analysisOptions) sweep(base Request, build func(l *Loaded) (built, erro
 		}
 	} else {
 		w := newSanitizingWriter(o.IOStreams.Out, o.Out.term)
-		renderSweep(w, o.Out.term, o.sweepTitle(), s, time.Since(start))
+		escapeReport(s)
+		renderSweep(w, o.Out.term, escapeData(o.sweepTitle()), s, time.Since(start))
 		w.flush()
 	}
 	if s.Failed == s.Nodes {
@@ -248,7 +249,7 @@ func (o *analysisOptions) sweepProgress() func(done, total int, node, what strin
 	return func(done, total int, node, what string) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(o.ErrOut, "[%d/%d] %s: %s\n", done, total, SanitizeText(node), SanitizeText(what))
+		fmt.Fprintf(o.ErrOut, "[%d/%d] %s: %s\n", done, total, escapeData(node), escapeData(what))
 	}
 }
 
