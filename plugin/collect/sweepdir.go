@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -57,9 +58,17 @@ func NodeBundleDir(sweepDir, node string) string {
 }
 
 // ReadSweepManifest reads DIR/sweep.json, checking that every node's
-// folder is one of DIR/nodes/*.
+// folder is one of DIR/nodes/*, and that the manifest, the objects and the
+// nodes' folders are what collect wrote: regular files and folders, never
+// a link (which would read a bundle from anywhere), a FIFO (which blocks
+// the read for as long as no one writes) or a device.
 func ReadSweepManifest(dir string) (*SweepManifest, error) {
-	f, err := os.Open(filepath.Join(dir, SweepManifestFile))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := openSweepFile(root, dir, SweepManifestFile)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +97,72 @@ func ReadSweepManifest(dir string) (*SweepManifest, error) {
 		if want := sweepNodesDir + "/" + n.Name; n.Dir != want || !validBundlePath(n.Dir) || strings.Contains(n.Name, "/") {
 			return nil, fmt.Errorf("%s/%s: node %q is in %q, not %s", dir, SweepManifestFile, n.Name, n.Dir, want)
 		}
+		if err := checkSweepEntry(root, dir, n.Dir, fs.ModeDir); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkSweepEntry(root, dir, SweepObjectsFile, 0); err != nil {
+		return nil, err
 	}
 	return &m, nil
+}
+
+// checkSweepEntry refuses name in the sweep folder if it is there and is
+// not of type typ (0: a regular file; fs.ModeDir: a folder), its parent
+// folders included. A missing one is left to the read that needs it.
+func checkSweepEntry(root *os.Root, dir, name string, typ fs.FileMode) error {
+	if parent := path.Dir(name); parent != "." {
+		if err := checkSweepEntry(root, dir, parent, fs.ModeDir); err != nil {
+			return err
+		}
+	}
+	st, err := root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sweep folder %s: %w", dir, err)
+	}
+	if got := st.Mode().Type(); got != typ {
+		return fmt.Errorf("sweep folder %s: %s is %s, not %s as collect writes it: refusing to read it", dir, name, fileTypeName(got), fileTypeName(typ))
+	}
+	return nil
+}
+
+// openSweepFile opens a regular file of the sweep folder; O_NONBLOCK: a
+// FIFO swapped in after the check does not block the open.
+func openSweepFile(root *os.Root, dir, name string) (*os.File, error) {
+	if err := checkSweepEntry(root, dir, name, 0); err != nil {
+		return nil, err
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sweep folder %s: %w", dir, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("sweep folder %s: %s is not a regular file: refusing to read it", dir, name)
+	}
+	return f, nil
+}
+
+// fileTypeName names a file type for an error.
+func fileTypeName(t fs.FileMode) string {
+	switch {
+	case t == 0:
+		return "a regular file"
+	case t&fs.ModeDir != 0:
+		return "a folder"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "of type " + t.String()
 }
 
 // SweepWriter writes a sweep folder: the nodes' bundles as they are

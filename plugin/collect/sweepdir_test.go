@@ -170,3 +170,119 @@ func TestFailureReason(t *testing.T) {
 		}
 	}
 }
+
+// A sweep folder's manifest, objects and node folders are read only as the
+// regular files and folders collect writes, inside the folder: a FIFO
+// (which would block the read until someone writes) or a link (which would
+// read a bundle from anywhere) is refused at once, saying what it is.
+func TestSweepFolderRefusesSpecialFiles(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, ManifestFile), []byte(`{"kind":"Bundle"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		swap func(t *testing.T, dir string) bool // false: not on this system
+		want string
+		fifo bool
+	}{
+		{"objects a FIFO", func(t *testing.T, dir string) bool {
+			return replaced(t, dir, SweepObjectsFile) && mkfifo(t, filepath.Join(dir, SweepObjectsFile))
+		}, "objects.json is a FIFO", true},
+		{"manifest a FIFO", func(t *testing.T, dir string) bool {
+			return replaced(t, dir, SweepManifestFile) && mkfifo(t, filepath.Join(dir, SweepManifestFile))
+		}, "sweep.json is a FIFO", true},
+		{"objects a link", func(t *testing.T, dir string) bool {
+			return replaced(t, dir, SweepObjectsFile) && symlink(t, filepath.Join(outside, ManifestFile), filepath.Join(dir, SweepObjectsFile))
+		}, "objects.json is a symbolic link", false},
+		{"node folder a link", func(t *testing.T, dir string) bool {
+			return replaced(t, dir, "nodes/node-a") && symlink(t, outside, filepath.Join(dir, "nodes", "node-a"))
+		}, "nodes/node-a is a symbolic link", false},
+		{"nodes a link", func(t *testing.T, dir string) bool {
+			return replaced(t, dir, "nodes") && symlink(t, outside, filepath.Join(dir, "nodes"))
+		}, "nodes is a symbolic link", false},
+		{"node folder a file", func(t *testing.T, dir string) bool {
+			return replaced(t, dir, "nodes/node-a") && os.WriteFile(filepath.Join(dir, "nodes", "node-a"), nil, 0o600) == nil
+		}, "nodes/node-a is a regular file, not a folder", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeTestSweep(t)
+			if !tc.swap(t, dir) {
+				t.Skip("not on this system")
+			}
+			if tc.fifo {
+				// Were the FIFO opened, a writer would unblock the read.
+				defer unblockFIFO(dir)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := ReadSweepManifest(dir)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("ReadSweepManifest: %v, want an error saying %q", err, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("ReadSweepManifest still blocked after 5 s")
+			}
+		})
+	}
+}
+
+// writeTestSweep is a sweep folder of two nodes, node-a's bundle written.
+func writeTestSweep(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "sweep")
+	w, err := NewSweepWriter(dir, time.Unix(1795939150, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Objects([]byte(`{"apiVersion":"v1","kind":"List","items":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(w.NodeDir("node-a"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteManifest(w.NodeDir("node-a"), &Manifest{Node: "node-a"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Node("node-a", nil, "")
+	w.Node("node-b", errors.New("node node-b is not Ready"), "NotReady")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSweepManifest(dir); err != nil {
+		t.Fatalf("the sweep as written: %v", err)
+	}
+	return dir
+}
+
+// replaced removes name from the sweep folder, for a test to put
+// something else there; its manifest is read before (IsSweepDir).
+func replaced(t *testing.T, dir, name string) bool {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func symlink(t *testing.T, target, link string) bool {
+	if err := os.Symlink(target, link); err != nil {
+		t.Logf("symlink: %v", err)
+		return false
+	}
+	return true
+}
+
+// unblockFIFO opens the sweep's FIFOs for writing without waiting, so that
+// a read blocked on one ends with the test.
+func unblockFIFO(dir string) {
+	for _, name := range []string{SweepObjectsFile, SweepManifestFile} {
+		if f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|oNonblock, 0); err == nil {
+			f.Close()
+		}
+	}
+}
