@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -1546,5 +1547,75 @@ func TestDeletePodCreatedLate(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > time.Second {
 		t.Errorf("a pod known to exist and gone already: deleting waited %s", waited)
+	}
+}
+
+// honourDeletePreconditions makes the fake clientset check a pod delete's
+// UID precondition as the API server does (409 Conflict); the fake's own
+// tracker ignores preconditions.
+func honourDeletePreconditions(client *fake.Clientset) {
+	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		del := a.(k8stesting.DeleteAction)
+		pre := del.GetDeleteOptions().Preconditions
+		if pre == nil || pre.UID == nil {
+			return false, nil, nil
+		}
+		obj, err := client.Tracker().Get(podsGVR, a.GetNamespace(), del.GetName())
+		if err != nil {
+			return false, nil, nil
+		}
+		if uid := obj.(*corev1.Pod).UID; uid != *pre.UID {
+			return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), del.GetName(),
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, uid))
+		}
+		return false, nil, nil
+	})
+}
+
+// deletePod deletes its own pod, never another that took the name since
+// (the debug pod's name is the node's and a suffix: a rerun, or someone
+// else's run, may have it).
+func TestDeletePodOnlyItsOwn(t *testing.T) {
+	ours := DebugPod(PodOptions{Node: "node-a", Namespace: DefaultDebugNamespace, Image: "kube-proxy", StartedBy: "me"})
+	ours.UID = "1111-ours"
+	theirs := ours.DeepCopy()
+	theirs.UID = "2222-theirs"
+	theirs.Annotations = map[string]string{AnnotationStartedBy: "someone else"}
+	for _, tc := range []struct {
+		name     string
+		there    *corev1.Pod // the pod of that name in the cluster, or nil
+		wantLeft types.UID   // the pod still there after the delete, or ""
+	}{
+		{"ours is there", ours, ""},
+		{"another took the name", theirs, theirs.UID},
+		{"none is there", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			honourDeletePreconditions(client)
+			if tc.there != nil {
+				if _, err := client.CoreV1().Pods(ours.Namespace).Create(context.Background(), tc.there, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &Collector{Client: client, Progress: &Progress{}}
+			if err := c.deletePod(ours); err != nil {
+				t.Fatalf("deletePod: %v", err)
+			}
+			left, err := client.CoreV1().Pods(ours.Namespace).Get(context.Background(), ours.Name, metav1.GetOptions{})
+			switch {
+			case tc.wantLeft == "" && !IsNotFound(err):
+				t.Errorf("pod %s is still there (err %v)", ours.Name, err)
+			case tc.wantLeft != "" && (err != nil || left.UID != tc.wantLeft):
+				t.Errorf("the pod that took the name was deleted (err %v)", err)
+			}
+			for _, a := range client.Actions() {
+				if del, ok := a.(k8stesting.DeleteAction); ok {
+					if pre := del.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || *pre.UID != ours.UID {
+						t.Errorf("delete without the pod's UID as precondition: %+v", del.GetDeleteOptions())
+					}
+				}
+			}
+		})
 	}
 }

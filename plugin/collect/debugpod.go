@@ -185,13 +185,23 @@ const unconfirmedCreateWait = 5 * time.Second
 // A pod without a UID is one whose create was interrupted while the request
 // was out: a delete that finds no pod is tried again for a while, because
 // the create may land after it (an interrupted sweep left such a pod).
+// A pod with a UID is deleted only if it is still that pod: one that took
+// its name since (a run of someone else's) is not ours to delete.
 func (c *Collector) deletePod(p *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	opts := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+	if p.UID != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &p.UID}
+	}
 	del := func() error {
-		return c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		return c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, opts)
 	}
 	err := del()
+	if p.UID != "" && apierrors.IsConflict(err) {
+		c.Progress.Step("pod %s/%s is gone; another pod has its name now and is left alone", p.Namespace, p.Name)
+		return nil
+	}
 	for waited := time.Duration(0); p.UID == "" && IsNotFound(err) && waited < unconfirmedCreateWait; waited += 200 * time.Millisecond {
 		time.Sleep(200 * time.Millisecond)
 		err = del()
