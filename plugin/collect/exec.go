@@ -78,7 +78,7 @@ func (r *RemoteRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, si
 		return "", err
 	}
 	n := nonce()
-	var stderr bytes.Buffer
+	var stderr stderrBuffer
 	pr, pw := io.Pipe()
 	d := newDemux(n, len(cmds))
 	d.open, d.done = sink.Open, sink.Done
@@ -101,15 +101,13 @@ func (r *RemoteRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, si
 }
 
 func (r *RemoteRunner) runEach(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (string, error) {
-	var all strings.Builder
+	var all stderrBuffer
 	for i, c := range cmds {
 		w, err := sink.Open(i)
 		if err != nil {
 			return all.String(), err
 		}
-		var stderr bytes.Buffer
-		err = r.stream(ctx, t, c.Argv, nil, w, &stderr)
-		all.Write(stderr.Bytes())
+		err = r.stream(ctx, t, c.Argv, nil, w, &all)
 		rc := 0
 		if err != nil {
 			if ctx.Err() != nil {

@@ -169,6 +169,10 @@ func (c *Collector) execError(ctx context.Context, err error, t Target, stderr s
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	var over *LimitError
+	if errors.As(err, &over) {
+		return err // an output larger than its cap says so itself
+	}
 	msg := err.Error()
 	// Through the WebSocket upgrade a refusal arrives as text, not a Status.
 	if apierrors.IsForbidden(err) || strings.Contains(msg, "is forbidden") {
@@ -265,17 +269,28 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 
 // run runs cmds in as few execs as their scripts fit (Batches): one exec
 // for the usual handful, a few for a Service with thousands of endpoints.
-// The sink sees the indices of cmds.
+// The sink sees the indices of cmds. Each command's output is capped
+// (outputCap), and so is the stderr kept (maxStderr).
 func (c *Collector) run(ctx context.Context, t Target, cmds []NodeCommand, sink Sink) (string, error) {
-	var stderr strings.Builder
+	var stderr stderrBuffer
+	var over *LimitError
 	off := 0
 	for _, batch := range Batches(cmds) {
 		base := off
 		bs := Sink{
-			Open: func(i int) (io.Writer, error) { return sink.Open(base + i) },
+			Open: func(i int) (io.Writer, error) {
+				w, err := sink.Open(base + i)
+				if err != nil {
+					return nil, err
+				}
+				return &cappedOutput{w: w, left: outputCap(cmds[base+i]), cmd: cmds[base+i], over: &over}, nil
+			},
 			Done: func(i, rc int) { sink.Done(base+i, rc) },
 		}
 		s, err := c.Runner.Run(ctx, t, batch, bs)
+		if over != nil {
+			return stderr.String(), over
+		}
 		if err != nil && ctx.Err() == nil && brokenConnection(err) {
 			// The connection broke under the exec (the API server or the
 			// kubelet went away mid-stream): the commands only read, so
@@ -283,7 +298,10 @@ func (c *Collector) run(ctx context.Context, t Target, cmds []NodeCommand, sink 
 			c.Progress.Step("the exec was cut (%s): running it again", firstLine(err.Error()))
 			s, err = c.Runner.Run(ctx, t, batch, bs)
 		}
-		stderr.WriteString(s)
+		stderr.Write([]byte(s))
+		if over != nil {
+			return stderr.String(), over
+		}
 		if err != nil {
 			return stderr.String(), err
 		}
