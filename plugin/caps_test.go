@@ -109,7 +109,8 @@ func TestEndlessInputStopsAtTheCap(t *testing.T) {
 		{"dump", []string{"--from-dump", "-"}, "*nat\n", "-A KUBE-SERVICES -j ACCEPT\n"},
 		{"objects", []string{"--from-dump", dump, "--from-objects", "-"}, `{"kind":"List","items":[`,
 			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"x","namespace":"y"},"spec":{"clusterIP":"10.96.0.1"}},`},
-		{"metrics", []string{"--from-dump", dump, "--from-metrics", "-"}, "", "kubeproxy_sync_proxy_rules_iptables_total{table=\"nat\"} 1\n"},
+		// Long lines: the cap on size, not the one on samples, is met first.
+		{"metrics", []string{"--from-dump", dump, "--from-metrics", "-"}, "", "kubeproxy_sync_proxy_rules_iptables_total{table=\"nat\",p=\"" + strings.Repeat("x", 60) + "\"} 1\n"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			var out, errOut bytes.Buffer
