@@ -48,6 +48,9 @@ type countingReader struct {
 
 	line, samples, labels, meta int
 	err                         *LimitError
+	// readErr is the input's own error (a cap on its size): the parser
+	// would report it as "not Prometheus metrics".
+	readErr error
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
@@ -57,6 +60,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if c.scan(p[:n]) {
 		return n, c.err
+	}
+	if err != nil && err != io.EOF {
+		c.readErr = err
 	}
 	return n, err
 }

@@ -149,3 +149,27 @@ func TestParseMemoryBound(t *testing.T) {
 		})
 	}
 }
+
+// failingReader fails after its text, as a cap on the input's size does.
+type failingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, f.err
+	}
+	return n, err
+}
+
+// The input's own error (the plugin's cap on its size) is returned as it
+// is, not as "not Prometheus metrics".
+func TestParseReadError(t *testing.T) {
+	capErr := errors.New("metrics.txt is larger than the cap of 16 MiB on metrics inputs")
+	_, err := Parse(&failingReader{r: strings.NewReader("# TYPE m gauge\nm 1\nm{a=\"b"), err: capErr}, "metrics.txt")
+	if !errors.Is(err, capErr) || strings.Contains(err.Error(), "not Prometheus metrics") {
+		t.Errorf("Parse: %v, want %q as it is", err, capErr)
+	}
+}

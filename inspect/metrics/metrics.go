@@ -29,8 +29,11 @@ func Parse(r io.Reader, source string) (*Metrics, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	cr := &countingReader{r: r, source: source}
 	fams, err := p.TextToMetricFamilies(cr)
-	if cr.err != nil {
+	switch {
+	case cr.err != nil:
 		return nil, cr.err
+	case cr.readErr != nil:
+		return nil, cr.readErr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: not Prometheus metrics: %w", source, err)
