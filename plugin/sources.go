@@ -57,13 +57,23 @@ func (ld *Loader) inputSet(req Request) *inputSet {
 // node's bundle (a sweep reads its nodes one request each).
 func (s *inputSet) sweepFolders(bundles []string) ([]string, error) {
 	for _, b := range bundles {
-		if sweep := sweepOfNodeBundle(b); sweep != "" && !s.haveObjects() {
-			s.Objects = []string{filepath.Join(sweep, collect.SweepObjectsFile)}
+		if sweep := sweepOfNodeBundle(b); sweep != "" {
+			// Its objects and node folders as collect wrote them: no FIFO
+			// or link (ReadSweepManifest checks).
+			if _, err := collect.ReadSweepManifest(sweep); err != nil {
+				return nil, err
+			}
+			if !s.haveObjects() {
+				s.Objects = []string{filepath.Join(sweep, collect.SweepObjectsFile)}
+			}
 		}
 	}
 	dir := sweepDirOf(bundles)
 	if dir == "" {
 		return bundles, nil
+	}
+	if _, err := collect.ReadSweepManifest(dir); err != nil {
+		return nil, err
 	}
 	if s.node == "" {
 		return nil, fmt.Errorf("%s is a sweep folder of many nodes: pass --node NAME for one of them, or use a command that sweeps (triage, stale, counts, masq, explain)", dir)

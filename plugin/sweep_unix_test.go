@@ -13,7 +13,8 @@ import (
 
 // A sweep read offline refuses, at once, a FIFO as its objects (a read
 // blocked for as long as no one writes) and a node folder that is a link
-// (a bundle read from outside the sweep).
+// (a bundle read from outside the sweep): swept, and one node read from it
+// (by --node, or by its node folder).
 func TestSweepFolderSpecialFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -39,30 +40,40 @@ func TestSweepFolderSpecialFiles(t *testing.T) {
 			}
 		}, "nodes/node-c is a symbolic link"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := sweepFolder(t)
-			tc.swap(t, dir)
-			type result struct {
-				out, errOut string
-				err         error
-			}
-			done := make(chan result, 1)
-			go func() {
-				out, errOut, err := runCmd(t, nil, "triage", "--from-bundle", dir)
-				done <- result{out, errOut, err}
-			}()
-			select {
-			case r := <-done:
-				if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
-					t.Errorf("triage of the sweep: %v, want an error saying %q\n%s%s", r.err, tc.want, r.out, r.errOut)
-				}
-			case <-time.After(10 * time.Second):
-				// Unblock a read stuck on the FIFO before failing.
-				if f, err := os.OpenFile(filepath.Join(dir, "objects.json"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-					f.Close()
-				}
-				t.Fatalf("triage of the sweep still running after 10 s")
-			}
-		})
+		for _, args := range [][]string{{"triage", "--from-bundle", "{dir}"}, {"map", "--from-bundle", "{dir}", "--node", "node-c"},
+			{"map", "--from-bundle", "{dir}/nodes/node-c"}} {
+			t.Run(tc.name+"/"+strings.Join(args[:len(args)-1], " "), func(t *testing.T) {
+				dir := sweepFolder(t)
+				tc.swap(t, dir)
+				refusedAtOnce(t, dir, strings.Fields(strings.ReplaceAll(strings.Join(args, " "), "{dir}", dir)), tc.want)
+			})
+		}
+	}
+}
+
+// refusedAtOnce runs args and fails unless they end with an error saying
+// want within 10 s (a read stuck on a FIFO is unblocked first).
+func refusedAtOnce(t *testing.T, dir string, args []string, want string) {
+	t.Helper()
+	type result struct {
+		out, errOut string
+		err         error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, err := runCmd(t, nil, args...)
+		done <- result{out, errOut, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil || !strings.Contains(r.err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q\n%s%s", args[0], r.err, want, r.out, r.errOut)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock a read stuck on the FIFO before failing.
+		if f, err := os.OpenFile(filepath.Join(dir, "objects.json"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		t.Fatalf("%v still running after 10 s", args)
 	}
 }
