@@ -145,10 +145,7 @@ func (s *inputSet) narrowTo(service *correlate.ServiceFilter) {
 // bundle through the bundle (regular files inside it only), stdin for "-",
 // else the file. Reading past the cap is an error that says how to raise it.
 func (s *inputSet) open(name string) (io.ReadCloser, string, error) {
-	caps := s.caps
-	if caps == nil {
-		caps = defaultCaps
-	}
+	caps := s.caps // Loader.inputSet fills in the defaults
 	kind := s.kindOf(name)
 	var rc io.ReadCloser
 	src := name
