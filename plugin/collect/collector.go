@@ -44,6 +44,9 @@ type Options struct {
 	MetricsPort int
 	// Fleet, in a sweep, answers what is read once for every node.
 	Fleet *Fleet
+	// Guard checks, once per run and namespace, that the admission policy
+	// guards the debug namespace (guard.go); nil checks every time.
+	Guard *GuardCheck
 }
 
 func (o *Options) debugNamespace() string {

@@ -304,6 +304,7 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 	e.client.PrependReactor("list", "pods", e.listPods)
 	e.client.PrependReactor("get", "pods", e.getPod)
 	e.client.PrependReactor("create", "pods", e.recordCreate)
+	(&admission{inForce: true}).install(e.client) // deploy/'s policy: dry runs are not recorded
 	e.client.PrependReactor("create", "selfsubjectaccessreviews", e.review)
 	return e
 }
@@ -1445,6 +1446,9 @@ func TestCollectInterruptedCreate(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if len(a.(k8stesting.CreateActionImpl).CreateOptions.DryRun) > 0 {
+			return false, nil, nil // the guard check
+		}
 		pod := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
 		if err := e.client.Tracker().Create(podsGVR, pod, pod.Namespace); err != nil {
 			t.Fatal(err)

@@ -42,6 +42,9 @@ func (c *Collector) startDebugPod(ctx context.Context, image, startedBy string) 
 	ns := c.debugNamespace()
 	deadline := int64(c.deadline() / time.Second)
 	spec := DebugPod(PodOptions{Node: c.Node, Namespace: ns, Image: image, PullPolicy: corev1.PullIfNotPresent, DeadlineSeconds: deadline, StartedBy: startedBy})
+	if err := c.Guard.Check(ctx, c.Client, spec); err != nil {
+		return nil, err
+	}
 	c.Progress.Step("creating pod %s/%s on node %s (image %s)", ns, spec.Name, c.Node, image)
 	pod, err := c.Client.CoreV1().Pods(ns).Create(ctx, spec, metav1.CreateOptions{})
 	if err != nil && ctx.Err() != nil {

@@ -57,6 +57,9 @@ func apiError(err error, verb, resource, namespace, why string) error {
 		return &Forbidden{Verb: verb, Resource: resource, Namespace: namespace, Why: why, Err: err}
 	case strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'kubectl-proxyrules"):
 		return fmt.Errorf("the admission policy of kubectl-proxyrules refused to %s %s in namespace %s: %v. It lets only the plugin's own debug pod run there; --image must be one the cluster admin lists in the policy's parameters (ConfigMap %s/%s)", verb, resource, namespace, err, DefaultDebugNamespace, PolicyParams)
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota"):
+		return fmt.Errorf("namespace %s holds as many pods as its ResourceQuota allows (%v): run `kubectl proxyrules cleanup` for debug pods left behind, "+
+			"give a sweep a lower --parallel, or ask your cluster admin to raise the quota (deploy/namespace.yaml)", namespace, err)
 	case apierrors.IsForbidden(err):
 		// An admission plugin, not RBAC: its message says why.
 		return fmt.Errorf("the API server refused to %s %s in namespace %s: %v", verb, resource, namespace, err)

@@ -62,6 +62,11 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if refused := portForwardRefused(err); refused != "" {
+				w.warn("kube-proxy's metrics and configuration were not read: %s to pod %s/%s (RBAC: create pods/portforward in namespace %s, "+
+					"which the opt-in `kubectl apply -f %smetrics/` grants); counts and config checks are skipped", refused, t.Namespace, t.Pod, t.Namespace, RBACFile)
+				break
+			}
 			w.warn("kube-proxy's %s did not answer: %s (kube-proxy serves it on metricsBindAddress, 127.0.0.1:%d by default; counts and config checks are skipped)", ep.path, firstLine(err.Error()), metricsPort)
 			continue
 		}
@@ -78,10 +83,17 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 // reopened after a request that got no answer (the connection may be gone).
 func (c *Collector) metricsGetter(t Target, port int) (get GetFunc, done func()) {
 	var open GetFunc
+	var refused error // a port-forward the API server refused: not asked again
 	closeOpen := func() {}
 	get = func(ctx context.Context, path string, w io.Writer) error {
+		if refused != nil {
+			return refused
+		}
 		if open == nil {
 			g, d, err := c.Runner.Forward(ctx, t, port)
+			if portForwardRefused(err) != "" {
+				refused = err
+			}
 			if err != nil {
 				return err
 			}
@@ -361,4 +373,21 @@ func restart(f *os.File) error {
 	}
 	_, err := f.Seek(0, io.SeekStart)
 	return err
+}
+
+// portForwardRefused says how the API server refused a port-forward (RBAC
+// or an admission policy), or "" for any other error. The refusal arrives
+// as the text of a failed connection upgrade, not as a typed API error.
+func portForwardRefused(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, `"pods/portforward"`) && isRBAC(err):
+		return "you may not port-forward"
+	case strings.Contains(msg, "ValidatingAdmissionPolicy"):
+		return "an admission policy refused the port-forward"
+	}
+	return ""
 }
