@@ -236,7 +236,12 @@ func (o *DiffOptions) Run() error {
 	if err != nil {
 		return fmt.Errorf("B (%s): %w", o.b, err)
 	}
-	rep := diagnose.Diff(diagnose.DiffSides{A: la.Node, B: lb.Node, SourceA: o.a, SourceB: o.b, CollectedA: collectedAt(la), CollectedB: collectedAt(lb)})
+	rep, err := untilDone(ctx, func() (*diagnose.NodeDiff, error) {
+		return diagnose.Diff(diagnose.DiffSides{A: la.Node, B: lb.Node, SourceA: o.a, SourceB: o.b, CollectedA: collectedAt(la), CollectedB: collectedAt(lb)}), nil
+	})
+	if err != nil {
+		return err
+	}
 	if sel := a.Select.filter(mergedObjects(la.Objects, lb.Objects)); sel != nil {
 		kept := rep.ServicePorts[:0]
 		for _, sp := range rep.ServicePorts {

@@ -84,19 +84,34 @@ func (ld *Loader) Load(ctx context.Context, req Request) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	var opened []*collect.Bundle
+	closeBundles := func() {
+		for _, b := range opened {
+			b.Close()
+		}
+	}
 	for _, name := range bundles {
 		b, err := collect.OpenBundle(ctx, name, set.caps.bundleLimits(set.haveObjects()))
 		if err != nil {
+			closeBundles()
 			return nil, misplacedBundle(name, set.caps.explain(err))
 		}
-		defer b.Close()
+		opened = append(opened, b)
 		set.addBundle(b)
 	}
 	if !req.live() {
 		set.narrowTo(req.Service)
 	}
-	l, err := set.load()
+	// The parse owns the bundles: a Ctrl-C returns at once and leaves it
+	// reading them (the interrupted command removes the temporary files).
+	l, err := untilDone(ctx, func() (*Loaded, error) {
+		defer closeBundles()
+		return set.load()
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, set.caps.explain(err)
 	}
 	l.Narrowed = set.only != nil
@@ -138,7 +153,7 @@ func (ld *Loader) Objects(ctx context.Context, req Request) (*correlate.Objects,
 		return req.Objects, nil
 	}
 	if len(req.Files.Objects) > 0 {
-		return ld.inputSet(req).readObjects()
+		return untilDone(ctx, ld.inputSet(req).readObjects)
 	}
 	client, _, err := ld.client()
 	if err != nil {
@@ -174,7 +189,7 @@ func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collec
 	objs := req.Objects
 	if objs == nil && len(req.Files.Objects) > 0 {
 		// --from-objects with --node: the saved objects, the live rules.
-		if objs, err = ld.inputSet(req).readObjects(); err != nil {
+		if objs, err = untilDone(ctx, ld.inputSet(req).readObjects); err != nil {
 			return nil, nil, err
 		}
 	}

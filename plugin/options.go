@@ -203,6 +203,14 @@ func (o *analysisOptions) runRequest(req Request, build func(l *Loaded) (built, 
 	if err != nil {
 		return err
 	}
+	// The analysis and the layout of a big node take seconds: Ctrl-C
+	// stops them too.
+	_, err = untilDone(o.context(), func() (struct{}, error) { return struct{}{}, o.printReport(l, build) })
+	return err
+}
+
+// printReport builds the report of l and prints it.
+func (o *analysisOptions) printReport(l *Loaded, build func(l *Loaded) (built, error)) error {
 	b, err := build(l)
 	if err != nil {
 		return err

@@ -173,7 +173,8 @@ func (o *analysisOptions) sweep(base Request, build func(l *Loaded) (built, erro
 			t0 := time.Now()
 			r := nodeResult{node: node}
 			if r.loaded, r.err = o.loader.Load(ctx, src.request(node)); r.err == nil {
-				r.built, r.err = build(r.loaded)
+				loaded := r.loaded
+				r.built, r.err = untilDone(ctx, func() (built, error) { return build(loaded) })
 			}
 			r.seconds = time.Since(t0).Seconds()
 			results <- r

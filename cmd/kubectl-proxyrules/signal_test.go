@@ -44,13 +44,7 @@ func bundleArchive(t *testing.T) []byte {
 // at once, still removes what was extracted: nothing is left in $TMPDIR.
 // The archive comes through a FIFO so that the extraction is caught halfway.
 func TestSignalsRemoveExtractedFiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "kubectl-proxyrules")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	archive := bundleArchive(t)
 	for _, tc := range []struct {
 		name    string
