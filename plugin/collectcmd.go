@@ -192,8 +192,11 @@ func (o *CollectOptions) runSweep() error {
 		return err
 	}
 	start := time.Now()
-	fleet, nodes, missing, err := collect.NewFleet(ctx, client, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Nodes})
+	fleet, nodes, missing, err := collect.NewFleet(ctx, client, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Nodes, IncludeControlPlane: o.Live.IncludeControlPlane})
 	if err != nil {
+		return err
+	}
+	if err := o.loader.warnSkipped(fleet.Skipped(), len(nodes)+len(missing)); err != nil {
 		return err
 	}
 	if len(nodes)+len(missing) == 0 {

@@ -55,6 +55,9 @@ type LiveOptions struct {
 	Deadline       time.Duration
 	Reader         string
 	MetricsPort    int
+	// IncludeControlPlane reads control-plane nodes too: off, a debug pod
+	// there could reach etcd and the API server on the node's loopback.
+	IncludeControlPlane bool
 }
 
 // AddFlags registers the input flags on cmd.
@@ -99,7 +102,8 @@ func (l *LiveOptions) AddFlags(cmd *cobra.Command) {
 	fs.DurationVar(&l.Deadline, "pod-deadline", collect.DefaultPodDeadline, "activeDeadlineSeconds of the debug pod (the kubelet stops it after this even if the plugin is killed), and the most reading the node may take; at most 1h")
 	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read whole iptables-nft tables: save (iptables-nft-save, with rule comments), nft (nft list table, no comments), or auto (save, then nft if the save fails)")
 	fs.IntVar(&l.MetricsPort, "metrics-port", 0, "kube-proxy's metrics port on the node's loopback; default: from metricsBindAddress in kube-proxy's ConfigMap, else 10249")
-	groupFlags(cmd, flagGroupLive, "via", "image", "debug-namespace", "pod-timeout", "pod-deadline", "reader", "metrics-port")
+	fs.BoolVar(&l.IncludeControlPlane, "include-control-plane", false, "also read control-plane nodes, whose loopback ports (etcd, the API server) a debug pod there could reach; off, --node refuses them and a sweep skips them")
+	groupFlags(cmd, flagGroupLive, "via", "image", "debug-namespace", "pod-timeout", "pod-deadline", "reader", "metrics-port", "include-control-plane")
 	_ = cmd.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("reader", cobra.FixedCompletions(collect.Readers, cobra.ShellCompDirectiveNoFileComp))
 }

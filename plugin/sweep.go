@@ -259,10 +259,10 @@ func (o *analysisOptions) sweepSource(ctx context.Context, base Request) (*sweep
 	if dir := o.Inputs.sweepDir(); dir != "" {
 		return o.loader.offlineSweep(ctx, base, dir, o.Inputs.Nodes)
 	}
-	return o.loader.liveSweep(ctx, base, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Inputs.Nodes})
+	return o.loader.liveSweep(ctx, base, collect.FleetOptions{All: o.Sweep.AllNodes, Selector: o.Sweep.NodeSelector, Names: o.Inputs.Nodes, IncludeControlPlane: o.Inputs.Live.IncludeControlPlane})
 }
 
-// liveSweep lists the nodes, the kube-proxy pods and the objects once;
+// liveSweep lists the nodes, the kube-proxy DaemonSets and the objects once;
 // each node is then read into a temporary bundle, analysed and forgotten.
 func (ld *Loader) liveSweep(ctx context.Context, base Request, opts collect.FleetOptions) (*sweepSource, error) {
 	client, _, err := ld.client()
@@ -271,6 +271,9 @@ func (ld *Loader) liveSweep(ctx context.Context, base Request, opts collect.Flee
 	}
 	fleet, nodes, missing, err := collect.NewFleet(ctx, client, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := ld.warnSkipped(fleet.Skipped(), len(nodes)+len(missing)); err != nil {
 		return nil, err
 	}
 	objs := base.Objects
@@ -291,6 +294,22 @@ func (ld *Loader) liveSweep(ctx context.Context, base Request, opts collect.Flee
 		src.failed = append(src.failed, diagnose.NodeError{APIVersion: APIVersion, Kind: "NodeError", Node: m, Error: fmt.Sprintf("node %q not found: list them with kubectl get nodes", m), Reason: "NotFound"})
 	}
 	return src, nil
+}
+
+// warnSkipped says on stderr which nodes a sweep leaves out, and why; an
+// error when it leaves out all (left: the nodes it still reads).
+func (ld *Loader) warnSkipped(skipped []collect.SkippedNode, left int) error {
+	if left == 0 && len(skipped) > 0 {
+		names := make([]string, len(skipped))
+		for i, s := range skipped {
+			names[i] = escapeData(s.Node)
+		}
+		return fmt.Errorf("no node to sweep: every one is a control-plane node (%s): pass %s to read them", strings.Join(names, ", "), collect.IncludeControlPlaneFlag)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(ld.errOut(), "Warning: skipped node %s: %s\n", escapeData(s.Node), escapeData(s.Why))
+	}
+	return nil
 }
 
 // offlineSweep reads the nodes of a sweep folder, with its objects read

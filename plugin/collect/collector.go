@@ -44,6 +44,9 @@ type Options struct {
 	MetricsPort int
 	// Fleet, in a sweep, answers what is read once for every node.
 	Fleet *Fleet
+	// IncludeControlPlane reads control-plane nodes too
+	// (--include-control-plane): see ControlPlaneError.
+	IncludeControlPlane bool
 	// Guard checks, once per run and namespace, that the admission policy
 	// guards the debug namespace (guard.go); nil checks every time.
 	Guard *GuardCheck
@@ -97,7 +100,10 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	if err != nil {
 		return nil, err
 	}
-	proxy, err := c.discoverKubeProxy(ctx, w)
+	if why := ControlPlaneReason(node); why != "" && !c.IncludeControlPlane {
+		return nil, &ControlPlaneError{Node: c.Node, Why: why}
+	}
+	proxy, err := c.discoverKubeProxy(ctx, w, node)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +120,9 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	}
 	var via string
 	if c.Fleet != nil {
-		via, err = c.Fleet.chooseVia(func() (string, error) { return c.chooseVia(ctx, proxy.pod) })
+		via, err = c.Fleet.chooseVia(func() (string, error) { return c.chooseVia(ctx, proxy.template) })
 	} else {
-		via, err = c.chooseVia(ctx, proxy.pod)
+		via, err = c.chooseVia(ctx, proxy.template)
 	}
 	if err != nil {
 		return nil, err
@@ -125,17 +131,14 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	var target Target
 	switch via {
 	case ViaKubeProxy:
-		if proxy.pod == nil {
-			return nil, &NoKubeProxyError{Node: c.Node}
+		if target, w.man.Image, err = c.kubeProxyTarget(ctx, w, proxy); err != nil {
+			return nil, err
 		}
-		container := kubeProxyContainer(proxy.pod)
-		target = Target{Namespace: proxy.pod.Namespace, Pod: proxy.pod.Name, Container: container.Name}
-		w.man.Image = container.Image
 	default:
 		if reason := notReady(node); reason != "" {
 			return nil, fmt.Errorf("node %s is not Ready (%s): a debug pod cannot start there. Try --via kube-proxy if its kube-proxy still runs", c.Node, reason)
 		}
-		image, err := c.debugImage(proxy.pod)
+		image, err := c.debugImage(proxy.template)
 		if err != nil {
 			return nil, err
 		}

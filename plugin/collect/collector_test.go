@@ -116,7 +116,7 @@ func testSlice() *discoveryv1.EndpointSlice {
 // defaultObjects is a cluster with node-a, its kube-proxy and one Service.
 func defaultObjects() []runtime.Object {
 	return []runtime.Object{
-		testNodeObj(testNode, corev1.ConditionTrue), testKubeProxyPod(testNode), testConfigMap(), testService(), testSlice(),
+		testNodeObj(testNode, corev1.ConditionTrue), testDaemonSet("kube-proxy", testImage, "kube-proxy", nil), testKubeProxyPod(testNode), testConfigMap(), testService(), testSlice(),
 	}
 }
 
@@ -516,7 +516,7 @@ func debugPodCases() []debugPodCase {
 			opts:      Options{Node: testNode, Via: ViaDebugPod, Deadline: 5 * time.Minute},
 			wantNS:    DefaultDebugNamespace,
 			wantImage: testImage,
-			wantOther: []string{"Node", "Pod", "ConfigMap"},
+			wantOther: []string{"Node", "ConfigMap"}, // the DaemonSet's image: no pod listed
 		},
 		{
 			name:      "auto with every right takes a debug pod",
@@ -525,7 +525,7 @@ func debugPodCases() []debugPodCase {
 			access:    deny(),
 			wantNS:    DefaultDebugNamespace,
 			wantImage: testImage,
-			wantOther: []string{"Node", "Pod", "ConfigMap"},
+			wantOther: []string{"Node", "ConfigMap"}, // the DaemonSet's image: no pod listed
 		},
 		{
 			name:      "debug namespace",
@@ -534,7 +534,7 @@ func debugPodCases() []debugPodCase {
 			user:      "alice@example.com",
 			wantNS:    "kube-system",
 			wantImage: testImage,
-			wantOther: []string{"Node", "Pod", "ConfigMap"},
+			wantOther: []string{"Node", "ConfigMap"}, // the DaemonSet's image: no pod listed
 		},
 		{
 			name:      "--image overrides kube-proxy's",
@@ -542,7 +542,7 @@ func debugPodCases() []debugPodCase {
 			opts:      Options{Node: testNode, Via: ViaDebugPod, Image: "example.com/nettools:1", Deadline: 5 * time.Minute},
 			wantNS:    DefaultDebugNamespace,
 			wantImage: "example.com/nettools:1",
-			wantOther: []string{"Node", "Pod", "ConfigMap"},
+			wantOther: []string{"Node", "ConfigMap"},
 		},
 		{
 			name:        "--image without kube-proxy",

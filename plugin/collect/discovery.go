@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,7 +41,13 @@ func (c *Collector) getNode(ctx context.Context) (*corev1.Node, error) {
 
 // kubeProxy is what the API server says about the node's kube-proxy.
 type kubeProxy struct {
-	// pod is nil when the node has none (--image reads the node anyway).
+	// template is the pod kube-proxy runs in on the node: its DaemonSet's
+	// pod template, or the pod listed (a static pod, or --via kube-proxy);
+	// nil when the node has none that could be found (--image reads the
+	// node anyway). Its image is the debug pod's default.
+	template *corev1.Pod
+	// pod is the node's kube-proxy pod itself, listed only where it is
+	// needed: the exec target of --via kube-proxy, or no DaemonSet found.
 	pod *corev1.Pod
 	// configMapName is the ConfigMap the pod mounts; configMap is nil when
 	// it was not wanted or could not be read (configMapErr says why).
@@ -49,15 +56,24 @@ type kubeProxy struct {
 	configMapErr  error
 }
 
-// discoverKubeProxy finds the node's kube-proxy pod (its image is the
-// default debug image) and, when the objects file or the metrics port
-// wants it, its ConfigMap: fetched once, for both.
-func (c *Collector) discoverKubeProxy(ctx context.Context, w *bundleWriter) (kubeProxy, error) {
-	pod, err := c.findKubeProxyPod(ctx, w)
-	if err != nil || pod == nil {
+// discoverKubeProxy finds the node's kube-proxy (its image is the default
+// debug image) and, when the objects file or the metrics port wants it,
+// its ConfigMap: fetched once, for both. --via kube-proxy lists the node's
+// pods (it execs into one, and its opt-in grants that); otherwise the image
+// comes from the DaemonSet that runs kube-proxy on the node.
+func (c *Collector) discoverKubeProxy(ctx context.Context, w *bundleWriter, node *corev1.Node) (kubeProxy, error) {
+	var kp kubeProxy
+	var err error
+	if c.Via == ViaKubeProxy {
+		kp.pod, err = c.findKubeProxyPod(ctx, w)
+		kp.template = kp.pod
+	} else {
+		kp.template, kp.pod, err = c.kubeProxyTemplate(ctx, w, node)
+	}
+	if err != nil || kp.template == nil {
 		return kubeProxy{}, err
 	}
-	kp := kubeProxy{pod: pod, configMapName: configMapName(pod)}
+	kp.configMapName = configMapName(kp.template)
 	if c.Objects == nil || c.MetricsPort == 0 {
 		if c.Fleet != nil {
 			kp.configMap, kp.configMapErr = c.Fleet.configMap(ctx, c.Client, kp.configMapName)
@@ -71,67 +87,135 @@ func (c *Collector) discoverKubeProxy(ctx context.Context, w *bundleWriter) (kub
 	return kp, nil
 }
 
-// findKubeProxyPod finds the kube-proxy pod on the node, a running one
-// first; nil, with a warning, when there is none but --image is given.
-func (c *Collector) findKubeProxyPod(ctx context.Context, w *bundleWriter) (*corev1.Pod, error) {
-	var pods *corev1.PodList
-	var err error
+// kubeProxyTemplate is the pod template of the DaemonSet that runs
+// kube-proxy on the node. With none (a static kube-proxy pod, or DaemonSets
+// may not be listed) it is the node's kube-proxy pod, if pods in
+// kube-system may be listed (an admin); else nil, with a warning, when
+// --image is given, and a NoKubeProxyError that asks for --image when not.
+func (c *Collector) kubeProxyTemplate(ctx context.Context, w *bundleWriter, node *corev1.Node) (template, pod *corev1.Pod, err error) {
+	var sets []*appsv1.DaemonSet
 	if c.Fleet != nil {
-		pods = &corev1.PodList{}
-		for _, p := range c.Fleet.proxyPods[c.Node] {
-			pods.Items = append(pods.Items, *p)
-		}
+		sets, err = c.Fleet.proxySets, c.Fleet.proxySetsErr
 	} else {
-		pods, err = c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.Node})
+		sets, err = listProxyDaemonSets(ctx, c.Client)
 	}
+	if err != nil && !apierrors.IsForbidden(err) {
+		if c.Image != "" { // not needed: say so, read the node
+			w.warn("could not look for kube-proxy's DaemonSet (%s)", firstLine(err.Error()))
+			return nil, nil, nil
+		}
+		return nil, nil, apiError(err, "list", "daemonsets.apps", "kube-system", "find the node's kube-proxy image")
+	}
+	dsRefused := err != nil
+	if ds, others := daemonSetFor(node, sets); ds != nil {
+		if len(others) > 0 {
+			w.warn("DaemonSets kube-system/%s and %s all run kube-proxy on node %s: taking the image of %s", ds.Name, strings.Join(others, ", "), c.Node, ds.Name)
+		}
+		if why := rolloutPending(ds); why != "" {
+			w.warn("%s: node %s may still run the previous kube-proxy image", why, c.Node)
+		}
+		c.Progress.Step("kube-proxy on node %s: DaemonSet kube-system/%s", c.Node, ds.Name)
+		return templatePod(ds), nil, nil
+	}
+	pods, err := c.nodeProxyPods(ctx)
+	podsRefused := apierrors.IsForbidden(err)
+	if err != nil && !podsRefused {
+		return nil, nil, apiError(err, "list", "pods", "kube-system", "find the node's kube-proxy pod and its image")
+	}
+	if pod := pickProxyPod(pods); pod != nil {
+		if pod.Status.Phase != corev1.PodRunning {
+			w.warn("kube-proxy pod %s on node %s is %s, not Running: the rules may be old", pod.Name, c.Node, pod.Status.Phase)
+		}
+		return pod, pod, nil
+	}
+	why := noDaemonSetWhy(dsRefused, podsRefused)
+	if c.Image == "" {
+		return nil, nil, &NoKubeProxyError{Node: c.Node, Detail: why}
+	}
+	w.warn("no kube-proxy pod on node %s (%s): reading its rules with --image %s", c.Node, why, c.Image)
+	return nil, nil, nil
+}
+
+// noDaemonSetWhy says what was looked at to find no kube-proxy.
+func noDaemonSetWhy(dsRefused, podsRefused bool) string {
+	ds := "no kube-proxy DaemonSet in kube-system selects the node"
+	if dsRefused {
+		ds = "you may not list DaemonSets in kube-system (RBAC: \"list\" on \"daemonsets.apps\")"
+	}
+	if podsRefused {
+		return ds + ", and you may not list pods in kube-system to find a static kube-proxy pod"
+	}
+	return ds + ", and none of its pods in kube-system has label " + proxyLabel + " or a container named kube-proxy"
+}
+
+// findKubeProxyPod finds the kube-proxy pod on the node, a running one
+// first, for --via kube-proxy: its exec target.
+func (c *Collector) findKubeProxyPod(ctx context.Context, w *bundleWriter) (*corev1.Pod, error) {
+	pods, err := c.nodeProxyPods(ctx)
 	if err != nil {
-		if c.Image != "" && c.Via == ViaDebugPod {
-			w.warn("could not look for kube-proxy on the node (%v)", firstLine(err.Error()))
-			return nil, nil
-		}
-		return nil, apiError(err, "list", "pods", "kube-system", "find the node's kube-proxy pod and its image")
+		return nil, apiError(err, "list", "pods", "kube-system", "find the node's kube-proxy pod to exec into (--via kube-proxy)")
 	}
-	var found []*corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if isKubeProxyPod(p) {
-			found = append(found, p)
-		}
+	pod := pickProxyPod(pods)
+	if pod == nil {
+		return nil, &NoKubeProxyError{Node: c.Node}
 	}
-	sort.Slice(found, func(i, j int) bool { // a running one first
-		return found[i].Status.Phase == corev1.PodRunning && found[j].Status.Phase != corev1.PodRunning
-	})
-	if len(found) == 0 {
-		if c.Image == "" {
-			return nil, &NoKubeProxyError{Node: c.Node}
-		}
-		w.warn("no kube-proxy pod on node %s: reading its rules with --image %s", c.Node, c.Image)
-		return nil, nil
-	}
-	pod := found[0]
 	if pod.Status.Phase != corev1.PodRunning {
 		w.warn("kube-proxy pod %s on node %s is %s, not Running: the rules may be old", pod.Name, c.Node, pod.Status.Phase)
 	}
 	return pod, nil
 }
 
-// kubeProxyContainer is the container that runs kube-proxy.
-func kubeProxyContainer(p *corev1.Pod) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == "kube-proxy" {
-			return &p.Spec.Containers[i]
+// kubeProxyTarget is the exec target of --via kube-proxy, and its image:
+// the node's kube-proxy pod, listed here when auto chose this way.
+func (c *Collector) kubeProxyTarget(ctx context.Context, w *bundleWriter, proxy kubeProxy) (Target, string, error) {
+	pod := proxy.pod
+	if pod == nil && proxy.template != nil {
+		var err error
+		if pod, err = c.findKubeProxyPod(ctx, w); err != nil {
+			return Target{}, "", err
 		}
 	}
-	for i := range p.Spec.Containers {
-		if strings.Contains(p.Spec.Containers[i].Image, "kube-proxy") {
-			return &p.Spec.Containers[i]
+	if pod == nil {
+		return Target{}, "", &NoKubeProxyError{Node: c.Node}
+	}
+	container := kubeProxyContainer(pod)
+	return Target{Namespace: pod.Namespace, Pod: pod.Name, Container: container.Name}, container.Image, nil
+}
+
+// nodeProxyPods lists the kube-proxy pods on the node (the sweep's, listed
+// once for every node).
+func (c *Collector) nodeProxyPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if c.Fleet != nil {
+		return c.Fleet.proxyPods(ctx, c.Client, c.Node)
+	}
+	list, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.Node})
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		if isKubeProxyPod(&list.Items[i]) {
+			out = append(out, &list.Items[i])
 		}
 	}
-	if len(p.Spec.Containers) > 0 {
-		return &p.Spec.Containers[0]
+	return out, nil
+}
+
+// pickProxyPod is a running one of the pods, else the first; nil for none.
+func pickProxyPod(pods []*corev1.Pod) *corev1.Pod {
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			return p
+		}
+	}
+	if len(pods) > 0 {
+		return pods[0]
 	}
 	return nil
 }
+
+// kubeProxyContainer is the container that runs kube-proxy.
+func kubeProxyContainer(p *corev1.Pod) *corev1.Container { return proxyContainer(&p.Spec) }
 
 // configMapName is the ConfigMap kube-proxy's pod mounts its config from.
 func configMapName(p *corev1.Pod) string {
@@ -173,10 +257,12 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 	if err := add("v1", "Node", redactNode(node)); err != nil {
 		return nil, err
 	}
-	if proxy.pod != nil {
+	if proxy.pod != nil { // listed only where needed: no DaemonSet, or --via kube-proxy
 		if err := add("v1", "Pod", redactPod(proxy.pod)); err != nil {
 			return nil, err
 		}
+	}
+	if proxy.template != nil {
 		switch err := proxy.configMapErr; {
 		case proxy.configMap != nil:
 			cm, dropped := redactConfigMap(proxy.configMap)

@@ -104,13 +104,18 @@ func (e *PodSecurityError) Error() string {
 
 func (e *PodSecurityError) Unwrap() error { return e.Err }
 
-// NoKubeProxyError says the node runs no kube-proxy pod.
-type NoKubeProxyError struct{ Node string }
+// NoKubeProxyError says the node runs no kube-proxy pod that could be
+// found; Detail, when set, says what was looked at.
+type NoKubeProxyError struct{ Node, Detail string }
 
 func (e *NoKubeProxyError) Error() string {
-	return fmt.Sprintf("no kube-proxy pod runs on node %s (none in kube-system with label k8s-app=kube-proxy or a container named kube-proxy). "+
+	detail := e.Detail
+	if detail == "" {
+		detail = "none in kube-system with label k8s-app=kube-proxy or a container named kube-proxy"
+	}
+	return fmt.Sprintf("no kube-proxy pod runs on node %s (%s). "+
 		"If the cluster replaces kube-proxy (Cilium, Calico eBPF, ...) there are no kube-proxy rules to read: use that project's tools. "+
-		"If kube-proxy runs outside a pod (k3s, a systemd unit), pass --image with an image that has iptables and nft to read the node anyway", e.Node)
+		"If kube-proxy runs outside a DaemonSet (a static pod, k3s, a systemd unit), pass --image with an image that has iptables and nft to read the node anyway", e.Node, detail)
 }
 
 // PolicyParams is the ConfigMap (in DefaultDebugNamespace) that lists the

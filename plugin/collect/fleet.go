@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,18 +19,36 @@ import (
 )
 
 // Fleet is what a sweep of many nodes reads from the API server once
-// rather than once per node: the Nodes, the kube-proxy pods (kube-system),
-// their ConfigMaps, which way to reach a node, and who the user is. A
-// Collector with a Fleet asks it instead of the API server, so a sweep's
-// list requests do not grow with the number of nodes.
+// rather than once per node: the Nodes, the kube-proxy DaemonSets
+// (kube-system), their ConfigMaps, which way to reach a node, and who the
+// user is; kube-system's pods only if a node needs them (--via kube-proxy,
+// or no DaemonSet runs its kube-proxy). A Collector with a Fleet asks it
+// instead of the API server, so a sweep's list requests do not grow with
+// the number of nodes.
 type Fleet struct {
-	nodes     map[string]*corev1.Node
-	proxyPods map[string][]*corev1.Pod // by node name
+	nodes map[string]*corev1.Node
+	// proxySets are the kube-proxy DaemonSets; proxySetsErr why they
+	// could not be listed (each node then looks for its pod).
+	proxySets    []*appsv1.DaemonSet
+	proxySetsErr error
+	skipped      []SkippedNode
 
 	mu         sync.Mutex
 	configMaps map[string]configMapResult
+	pods       *podsResult
 	via        *viaResult
 	me         *string
+}
+
+// SkippedNode is a node of the sweep not read, and why: a control-plane
+// node without --include-control-plane.
+type SkippedNode struct{ Node, Why string }
+
+// podsResult is kube-system's kube-proxy pods by node, or why they could
+// not be listed.
+type podsResult struct {
+	byNode map[string][]*corev1.Pod
+	err    error
 }
 
 type configMapResult struct {
@@ -40,16 +59,19 @@ type configMapResult struct {
 type viaResult struct{ via string }
 
 // FleetOptions choose the nodes of a sweep: every node, those matching a
-// label selector, or those named.
+// label selector, or those named; control-plane nodes only with
+// IncludeControlPlane (else they are Skipped).
 type FleetOptions struct {
-	All      bool
-	Selector string
-	Names    []string
+	All                 bool
+	Selector            string
+	Names               []string
+	IncludeControlPlane bool
 }
 
-// NewFleet lists the Nodes and the kube-proxy pods once and returns the
-// nodes of the sweep, sorted by name. Named nodes that do not exist are
-// returned in missing, for the caller to report as failed.
+// NewFleet lists the Nodes and the kube-proxy DaemonSets once and returns
+// the nodes of the sweep, sorted by name. Named nodes that do not exist are
+// returned in missing, for the caller to report as failed; control-plane
+// nodes left out are in Skipped.
 func NewFleet(ctx context.Context, client kubernetes.Interface, opts FleetOptions) (f *Fleet, nodes, missing []string, err error) {
 	sel := labels.Everything()
 	if opts.Selector != "" {
@@ -57,7 +79,7 @@ func NewFleet(ctx context.Context, client kubernetes.Interface, opts FleetOption
 			return nil, nil, nil, fmt.Errorf("--node-selector %q: %v", opts.Selector, err)
 		}
 	}
-	f = &Fleet{nodes: map[string]*corev1.Node{}, proxyPods: map[string][]*corev1.Pod{}, configMaps: map[string]configMapResult{}}
+	f = &Fleet{nodes: map[string]*corev1.Node{}, configMaps: map[string]configMapResult{}}
 	var cont string
 	for {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
@@ -94,22 +116,59 @@ func NewFleet(ctx context.Context, client kubernetes.Interface, opts FleetOption
 		}
 		sort.Strings(nodes)
 	}
-	for {
-		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
-		if err != nil {
-			return nil, nil, nil, apiError(err, "list", "pods", "kube-system", "find the nodes' kube-proxy pods and their image")
+	nodes = f.skipControlPlane(nodes, opts.IncludeControlPlane)
+	f.proxySets, f.proxySetsErr = listProxyDaemonSets(ctx, client)
+	return f, nodes, missing, nil
+}
+
+// skipControlPlane leaves out the control-plane nodes unless include.
+func (f *Fleet) skipControlPlane(nodes []string, include bool) []string {
+	if include {
+		return nodes
+	}
+	kept := nodes[:0]
+	for _, name := range nodes {
+		if why := ControlPlaneReason(f.nodes[name]); why != "" {
+			f.skipped = append(f.skipped, SkippedNode{Node: name, Why: "control-plane node (" + why + "): pass " + IncludeControlPlaneFlag + " to read it"})
+			continue
 		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Spec.NodeName != "" && isKubeProxyPod(p) {
-				f.proxyPods[p.Spec.NodeName] = append(f.proxyPods[p.Spec.NodeName], p)
+		kept = append(kept, name)
+	}
+	return kept
+}
+
+// Skipped are the nodes of the sweep left out, and why.
+func (f *Fleet) Skipped() []SkippedNode { return f.skipped }
+
+// proxyPods are the kube-proxy pods on node: kube-system's pods are listed
+// once, for the whole sweep, when a node first needs them.
+func (f *Fleet) proxyPods(ctx context.Context, client kubernetes.Interface, node string) ([]*corev1.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pods == nil {
+		r := &podsResult{byNode: map[string][]*corev1.Pod{}}
+		var cont string
+		for {
+			pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+			if err != nil {
+				r.err = err
+				break
+			}
+			for i := range pods.Items {
+				if p := &pods.Items[i]; p.Spec.NodeName != "" && isKubeProxyPod(p) {
+					r.byNode[p.Spec.NodeName] = append(r.byNode[p.Spec.NodeName], p)
+				}
+			}
+			if cont = pods.Continue; cont == "" {
+				break
 			}
 		}
-		if cont = pods.Continue; cont == "" {
-			break
+		if ctx.Err() != nil { // an interrupted list is not an answer
+			return nil, ctx.Err()
 		}
+		f.pods = r
 	}
-	return f, nodes, missing, nil
+	return f.pods.byNode[node], f.pods.err
 }
 
 // Node is the sweep's Node object of that name.
@@ -166,9 +225,9 @@ func isKubeProxyPod(p *corev1.Pod) bool {
 }
 
 // Objects lists the Services and EndpointSlices once for the whole sweep
-// and returns them, with the swept Nodes, their kube-proxy pods and those
-// pods' ConfigMaps, as an objects file (JSON, redacted as a bundle's) and
-// as the analyses read them.
+// and returns them, with the swept Nodes and the ConfigMaps of their
+// kube-proxy DaemonSets, as an objects file (JSON, redacted as a bundle's)
+// and as the analyses read them.
 func (f *Fleet) Objects(ctx context.Context, client kubernetes.Interface, nodes []string) ([]byte, *correlate.Objects, error) {
 	list := &objectList{List: corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}}
 	if err := list.addServicesAndSlices(ctx, client); err != nil {
@@ -181,11 +240,8 @@ func (f *Fleet) Objects(ctx context.Context, client kubernetes.Interface, nodes 
 				return nil, nil, err
 			}
 		}
-		for _, p := range f.proxyPods[name] {
-			if err := list.add("v1", "Pod", redactPod(p)); err != nil {
-				return nil, nil, err
-			}
-			configMaps[configMapName(p)] = true
+		if ds, _ := daemonSetFor(f.nodes[name], f.proxySets); ds != nil {
+			configMaps[configMapName(templatePod(ds))] = true
 		}
 	}
 	names := make([]string, 0, len(configMaps))
@@ -215,10 +271,11 @@ func (f *Fleet) Objects(ctx context.Context, client kubernetes.Interface, nodes 
 }
 
 // FailureReason names why a node could not be read, for a sweep's
-// summary: NotReady, NoKubeProxy, NoDebugNamespace, Forbidden,
+// summary: NotReady, NoKubeProxy, ControlPlane, NoDebugNamespace, Forbidden,
 // PodSecurity, ImagePull, Timeout, NotFound, Interrupted or Other.
 func FailureReason(err error) string {
 	var noProxy *NoKubeProxyError
+	var controlPlane *ControlPlaneError
 	var psa *PodSecurityError
 	var forbidden *Forbidden
 	msg := err.Error()
@@ -227,6 +284,8 @@ func FailureReason(err error) string {
 		return "Interrupted"
 	case errors.As(err, &noProxy):
 		return "NoKubeProxy"
+	case errors.As(err, &controlPlane):
+		return "ControlPlane"
 	case errors.As(err, &psa):
 		return "PodSecurity"
 	case errors.As(err, &forbidden), strings.Contains(msg, "you may neither run a debug pod"):

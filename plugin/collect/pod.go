@@ -49,6 +49,9 @@ type PodOptions struct {
 	// a backstop should the plugin be killed before it deletes the pod.
 	DeadlineSeconds int64
 	StartedBy       string
+	// ControlPlane adds the tolerations of control-plane nodes' taints
+	// (--include-control-plane).
+	ControlPlane bool
 	// NameSuffix makes names unique; tests pin it.
 	NameSuffix string
 }
@@ -60,8 +63,10 @@ var nameSuffix = func() string { return rand.String(5) }
 // its options so that tests can compare it field by field.
 //
 // Why each setting:
-//   - nodeName pins it to the node (no scheduler involved), tolerating every
-//     taint so that cordoned or tainted nodes can be read too;
+//   - nodeName pins it to the node (no scheduler involved); it tolerates
+//     NoExecute taints (not-ready and unreachable nodes can be read), a
+//     cordoned node, and control-plane taints only when asked (see
+//     Tolerations and ControlPlaneReason);
 //   - hostNetwork: the rules live in the node's network namespace, and
 //     kube-proxy's metrics listen on the node's 127.0.0.1:10249;
 //   - capabilities NET_ADMIN (read nf_tables over netlink, and iptables'
@@ -123,7 +128,7 @@ func DebugPod(o PodOptions) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
-			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Tolerations:                   Tolerations(o.ControlPlane),
 			SecurityContext: &corev1.PodSecurityContext{
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
@@ -146,6 +151,24 @@ func DebugPod(o PodOptions) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// Tolerations are the debug pod's: every NoExecute taint (the kubelet
+// would evict it from a not-ready or unreachable node, the very nodes worth
+// reading), a cordoned node's, and, with controlPlane, control-plane
+// nodes' (never "every taint": a pod that tolerates all reaches where it
+// was not meant to).
+func Tolerations(controlPlane bool) []corev1.Toleration {
+	t := []corev1.Toleration{
+		{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	}
+	if controlPlane {
+		for _, key := range []string{LabelControlPlane, LabelMaster} {
+			t = append(t, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	return t
 }
 
 // PodResources are the debug pod's requests and limits.

@@ -33,9 +33,13 @@ func TestDebugPod(t *testing.T) {
 			RestartPolicy: corev1.RestartPolicyNever, ActiveDeadlineSeconds: ptr.To(deadline),
 			TerminationGracePeriodSeconds: ptr.To[int64](0), AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks: ptr.To(false),
-			Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			SecurityContext:    &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-			Containers:         []corev1.Container{c},
+			// NoExecute (not-ready, unreachable) and cordoned: never every taint.
+			Tolerations: []corev1.Toleration{
+				{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+				{Key: "node.kubernetes.io/unschedulable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+			},
+			SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers:      []corev1.Container{c},
 		}
 	}
 	long := "ip-10-0-1-7.eu-west-1.compute.internal.with-a-very-long-suffix-that-goes-on"
@@ -97,6 +101,26 @@ func TestDebugPod(t *testing.T) {
 				Annotations: map[string]string{AnnotationStartedBy: "alice"},
 			},
 			Spec: spec("node-a", 3600, container("i", corev1.PullIfNotPresent, "3600")),
+		},
+	})
+	controlPlane := spec("cp-1", 600, container("i", corev1.PullIfNotPresent, "600"))
+	controlPlane.Tolerations = append(controlPlane.Tolerations,
+		corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		corev1.Toleration{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	tests = append(tests, struct {
+		name string
+		opts PodOptions
+		want *corev1.Pod
+	}{
+		name: "--include-control-plane: its taints tolerated",
+		opts: PodOptions{Node: "cp-1", Namespace: DefaultDebugNamespace, Image: "i", ControlPlane: true, NameSuffix: "abcde"},
+		want: &corev1.Pod{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "proxyrules-cp-1-abcde", Namespace: DefaultDebugNamespace,
+				Labels: map[string]string{LabelManagedBy: ManagedBy, LabelNode: "cp-1"},
+			},
+			Spec: controlPlane,
 		},
 	})
 	for _, tt := range tests {

@@ -82,8 +82,10 @@ func TestSweepManifestHostile(t *testing.T) {
 	}
 }
 
-// A fleet lists the nodes and kube-system's pods once, picks the nodes by
-// selector or name, and answers each node's collector from what it listed.
+// A fleet lists the nodes and kube-system's kube-proxy DaemonSets once
+// (kube-system's pods only when a node needs them, once), picks the nodes
+// by selector or name, leaves out control-plane nodes unless asked, and
+// answers each node's collector from what it listed.
 func TestFleet(t *testing.T) {
 	var objs []runtime.Object
 	for i := 1; i <= 5; i++ {
@@ -97,7 +99,11 @@ func TestFleet(t *testing.T) {
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy-" + name, Labels: map[string]string{"k8s-app": "kube-proxy"}},
 				Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:v1.37.2"}}}})
 	}
-	objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Spec: corev1.PodSpec{NodeName: "node-1"}})
+	objs = append(objs,
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-1", Labels: map[string]string{"zone": "a", LabelControlPlane: ""}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Spec: corev1.PodSpec{NodeName: "node-1"}},
+		testDaemonSet("kube-proxy", "registry.k8s.io/kube-proxy:v1.37.2", "kube-proxy", map[string]string{"zone": "a"}),
+		testDaemonSet("kube-proxy-b", "registry.k8s.io/kube-proxy:v1.37.1", "kube-proxy-b", map[string]string{"zone": "b"}))
 	client := fake.NewClientset(objs...)
 	lists := map[string]int{}
 	client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -105,13 +111,17 @@ func TestFleet(t *testing.T) {
 		return false, nil, nil
 	})
 	ctx := context.Background()
+	cpSkipped := []SkippedNode{{"cp-1", "control-plane node (label node-role.kubernetes.io/control-plane): pass --include-control-plane to read it"}}
 	for _, tc := range []struct {
 		opts           FleetOptions
 		nodes, missing []string
+		skipped        []SkippedNode
 	}{
-		{FleetOptions{All: true}, []string{"node-1", "node-2", "node-3", "node-4", "node-5"}, nil},
-		{FleetOptions{Selector: "zone=b"}, []string{"node-4", "node-5"}, nil},
-		{FleetOptions{Names: []string{"node-5", "node-1", "node-9", "node-5"}}, []string{"node-5", "node-1"}, []string{"node-9"}},
+		{FleetOptions{All: true}, []string{"node-1", "node-2", "node-3", "node-4", "node-5"}, nil, cpSkipped},
+		{FleetOptions{All: true, IncludeControlPlane: true}, []string{"cp-1", "node-1", "node-2", "node-3", "node-4", "node-5"}, nil, nil},
+		{FleetOptions{Selector: "zone=b"}, []string{"node-4", "node-5"}, nil, nil},
+		{FleetOptions{Selector: "zone=a"}, []string{"node-1", "node-2", "node-3"}, nil, cpSkipped},
+		{FleetOptions{Names: []string{"node-5", "node-1", "node-9", "node-5", "cp-1"}}, []string{"node-5", "node-1"}, []string{"node-9"}, cpSkipped},
 	} {
 		for k := range lists {
 			delete(lists, k)
@@ -120,14 +130,11 @@ func TestFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(nodes, tc.nodes) || !slices.Equal(missing, tc.missing) {
-			t.Errorf("%+v: nodes %v missing %v", tc.opts, nodes, missing)
+		if !slices.Equal(nodes, tc.nodes) || !slices.Equal(missing, tc.missing) || !slices.Equal(f.Skipped(), tc.skipped) {
+			t.Errorf("%+v: nodes %v missing %v skipped %v", tc.opts, nodes, missing, f.Skipped())
 		}
-		if lists["nodes"] != 1 || lists["pods"] != 1 {
-			t.Errorf("%+v: lists %v, want nodes and pods once", tc.opts, lists)
-		}
-		if p := f.proxyPods["node-1"]; len(p) != 1 || p[0].Name != "kube-proxy-node-1" {
-			t.Errorf("kube-proxy of node-1: %v", p)
+		if lists["nodes"] != 1 || lists["daemonsets"] != 1 || lists["pods"] != 0 {
+			t.Errorf("%+v: lists %v, want nodes and daemonsets once, no pods", tc.opts, lists)
 		}
 	}
 	if _, _, _, err := NewFleet(ctx, client, FleetOptions{Selector: "zone in (a"}); err == nil || !strings.Contains(err.Error(), "--node-selector") {
@@ -138,15 +145,44 @@ func TestFleet(t *testing.T) {
 	for k := range lists {
 		delete(lists, k)
 	}
-	c := &Collector{Client: client, Progress: &Progress{}, Options: Options{Node: "node-2", Fleet: f}}
-	if n, err := c.getNode(ctx); err != nil || n.Name != "node-2" {
-		t.Errorf("getNode: %v %v", n, err)
-	}
-	if p, err := c.findKubeProxyPod(ctx, &bundleWriter{}); err != nil || p.Name != "kube-proxy-node-2" {
-		t.Errorf("findKubeProxyPod: %v %v", p, err)
+	for node, want := range map[string]string{"node-2": "registry.k8s.io/kube-proxy:v1.37.2", "node-4": "registry.k8s.io/kube-proxy:v1.37.1"} {
+		c := &Collector{Client: client, Progress: &Progress{}, Options: Options{Node: node, Fleet: f}}
+		n, err := c.getNode(ctx)
+		if err != nil || n.Name != node {
+			t.Fatalf("getNode: %v %v", n, err)
+		}
+		tmpl, pod, err := c.kubeProxyTemplate(ctx, &bundleWriter{}, n)
+		if err != nil || pod != nil || kubeProxyContainer(tmpl).Image != want {
+			t.Errorf("%s: kubeProxyTemplate: %v %v %v", node, tmpl, pod, err)
+		}
 	}
 	if len(lists) != 0 {
 		t.Errorf("the collector listed %v", lists)
+	}
+	// --via kube-proxy needs the pod: kube-system's pods, listed once.
+	for _, node := range []string{"node-2", "node-3"} {
+		c := &Collector{Client: client, Progress: &Progress{}, Options: Options{Node: node, Fleet: f}}
+		if p, err := c.findKubeProxyPod(ctx, &bundleWriter{}); err != nil || p.Name != "kube-proxy-"+node {
+			t.Errorf("findKubeProxyPod: %v %v", p, err)
+		}
+	}
+	if lists["pods"] != 1 {
+		t.Errorf("lists %v, want pods once", lists)
+	}
+	// The sweep's objects: the swept nodes and their DaemonSets' ConfigMaps.
+	_, objs2, err := f.Objects(ctx, client, []string{"node-1", "node-4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs2.Other {
+		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
+	}
+	if !slices.Equal(kinds, []string{"Node", "Node"}) { // the fake has no ConfigMaps: left out
+		t.Errorf("sweep objects: %v", kinds)
+	}
+	if _, ok := f.configMaps["kube-proxy-b"]; !ok || len(f.configMaps) != 2 {
+		t.Errorf("ConfigMaps asked: %v", f.configMaps)
 	}
 }
 
