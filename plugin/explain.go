@@ -114,7 +114,7 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	switch {
 	case len(args) == 0 && o.Inputs.Selector == "":
-		return fmt.Errorf("explain needs a Service (svc/NAME, its DNS name or IP[:PORT]), a chain name or -l SELECTOR\nUsage: %s", cmd.UseLine())
+		return usageErrorf("explain needs a Service (svc/NAME, its DNS name or IP[:PORT]), a chain name or -l SELECTOR\nUsage: %s", cmd.UseLine())
 	case len(args) == 0:
 		o.list = true
 		return nil

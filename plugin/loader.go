@@ -220,10 +220,12 @@ func (ld *Loader) progress(quiet bool) *collect.Progress {
 	if quiet {
 		return &collect.Progress{Warn: io.Discard, Started: time.Now()}
 	}
+	// Steps and warnings quote names and errors from the cluster and the
+	// node: escaped, a line each.
 	errOut := ld.errOut()
-	p := &collect.Progress{Warn: &sanitizingWriter{w: errOut}, Started: time.Now()}
+	p := &collect.Progress{Warn: dataLines{errOut}, Started: time.Now()}
 	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.W = errOut
+		p.W = dataLines{errOut}
 	}
 	return p
 }

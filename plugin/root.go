@@ -98,5 +98,6 @@ kubectl; the rarer ones (--server, --token, --as, ...) are accepted too.`,
 			_ = c.RegisterFlagCompletionFunc("node", NodeCompletion(cluster))
 		}
 	}
+	markRunErrors(root) // their text may quote data: see ErrorText
 	return root
 }

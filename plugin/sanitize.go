@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/muesli/termenv"
+	"github.com/spf13/cobra"
 )
 
 // Text from a bundle, the API objects or a dump is untrusted: a Service
@@ -30,8 +33,71 @@ func sanitize(s string) string {
 	return b.String()
 }
 
-// SanitizeText is sanitize for the command's own error line.
-func SanitizeText(s string) string { return sanitize(s) }
+// ErrorText is err as the command's "error:" line shows it. An error from
+// running a command may quote data (a Service or chain name in a
+// did-you-mean, a rule, a node's output, a bundle's node): it is escaped
+// as data, newlines included, so that a name cannot print a line of its
+// own, except a usage text a command writes itself. An error from the
+// command line (cobra's, a mistyped flag) quotes only what was typed and
+// keeps its lines (cobra's suggestions).
+func ErrorText(err error) string {
+	var run *runError
+	var usage *usageError
+	if errors.As(err, &run) && !errors.As(err, &usage) {
+		return escapeData(err.Error())
+	}
+	return sanitize(err.Error())
+}
+
+// runError is an error a command's RunE returned (markRunErrors).
+type runError struct{ error }
+
+func (e *runError) Unwrap() error { return e.error }
+
+// markRunErrors marks the errors c and its sub-commands return from
+// running, for ErrorText.
+func markRunErrors(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := run(cmd, args); err != nil {
+				return &runError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRunErrors(sub)
+	}
+}
+
+// usageError is a command's own text of how to call it: its lines are
+// the plugin's, and it quotes no data.
+type usageError struct{ error }
+
+func (e *usageError) Unwrap() error { return e.error }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// dataLines writes lines each written whole by one Write, as
+// collect.Progress writes its steps and warnings: what a line says is data
+// (a pod's or node's name, a command's error on the node), escaped, and
+// only its final newline passes. A Write of several lines shows the inner
+// newlines escaped: never a line the data made.
+type dataLines struct{ w io.Writer }
+
+func (d dataLines) Write(p []byte) (int, error) {
+	line, nl := bytes.CutSuffix(p, []byte("\n"))
+	s := escapeData(string(line))
+	if nl {
+		s += "\n"
+	}
+	if _, err := io.WriteString(d.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
 
 // escapeData is sanitize for one piece of data set among the plugin's own
 // lines (a name, a message or a rule read from a file): its newlines,

@@ -105,7 +105,7 @@ func (o *TraceOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.To = args[0]
 	}
 	if o.To == "" {
-		return fmt.Errorf("trace needs a destination: --to IP:PORT[/PROTO] or --to svc/NAME[:PORT]\nUsage: %s", cmd.UseLine())
+		return usageErrorf("trace needs a destination: --to IP:PORT[/PROTO] or --to svc/NAME[:PORT]\nUsage: %s", cmd.UseLine())
 	}
 	req, err := parseTraceTo(o.To)
 	if err != nil {

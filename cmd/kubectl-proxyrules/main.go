@@ -43,7 +43,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "interrupted")
 			os.Exit(130)
 		}
-		fmt.Fprintf(os.Stderr, "error: %s\n", plugin.SanitizeText(err.Error()))
+		fmt.Fprintf(os.Stderr, "error: %s\n", plugin.ErrorText(err))
 		os.Exit(plugin.ExitCouldNotRun)
 	}
 }
