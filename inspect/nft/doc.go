@@ -53,6 +53,11 @@
 //     RFC 8259's grammar (jsonNumber), no control character in a string;
 //     FuzzJSONParserAgainstRef holds it to json.Valid and to the recursive
 //     descent in jsonref_test.go (errors and offsets included).
+//   - Set and map elements are capped (setcap.go): MaxSetElements a set,
+//     MaxRulesetElements an input, each reader warning in the same words;
+//     the JSON parser drops the items of an "elem" array past the cap as
+//     it reads them (capItems), so that they cost no tape. A text's
+//     segments count together; over the total it is read in one piece.
 //   - A fast path (segments, map bodies read ahead, the tape) checks its
 //     guesses and falls back; tests and fuzz targets hold it equal to the
 //     slow path, errors and warnings included. The slow path is chosen

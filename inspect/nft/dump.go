@@ -2,6 +2,7 @@ package nft
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -43,6 +44,7 @@ type dumpGroup struct {
 	setOrder   []string
 	ruleLines  map[string][]int
 	seen       map[string]bool
+	elements   map[string]int // element lines of each set and map read
 }
 
 // ParseKnftablesDump reads knftables' `add …` syntax (what
@@ -55,6 +57,11 @@ type dumpGroup struct {
 func ParseKnftablesDump(r io.Reader, source string) (*inspect.Ruleset, error) {
 	b := newNFTBuilder(source, inspect.FormatKnftablesDump)
 	b.noIPTables = true
+	return b.knftablesDump(r)
+}
+
+// knftablesDump reads a knftables dump into b.
+func (b *builder) knftablesDump(r io.Reader) (*inspect.Ruleset, error) {
 	lr := newNFTLineReader(r)
 	groups := map[tableKey]*dumpGroup{}
 	var order []tableKey
@@ -128,6 +135,9 @@ func ParseKnftablesDump(r io.Reader, source string) (*inspect.Ruleset, error) {
 			l.special = dumpSpecialRule(chain, body)
 			g.lines[dumpPhaseRule] = append(g.lines[dumpPhaseRule], l)
 		case "element":
+			if !b.dumpElementRoom(g, rest, lr.line) {
+				continue
+			}
 			l.special = dumpSpecialElement(rest)
 			g.lines[dumpPhaseElement] = append(g.lines[dumpPhaseElement], l)
 		default:
@@ -150,6 +160,30 @@ func ParseKnftablesDump(r io.Reader, source string) (*inspect.Ruleset, error) {
 		b.dumpTable(g)
 	}
 	return b.finish(), lr.failure()
+}
+
+// dumpElementRoom counts the element line n of group g, rest its words
+// after the table: false when the caps leave no room for it (it is
+// dropped, with a warning). Lines are counted before knftables reads
+// them, so that those past the caps cost nothing kept; an element listed
+// twice counts twice.
+func (b *builder) dumpElementRoom(g *dumpGroup, rest string, n int) bool {
+	name, _ := dumpWord(rest)
+	have := g.elements[name]
+	switch {
+	case have >= MaxSetElements:
+		b.setFullWarning(fmt.Sprintf("line %d", n), g.family, g.table, name)
+		return false
+	case b.elementRoom() == 0:
+		b.rulesetFullWarning(fmt.Sprintf("line %d", n), g.family, g.table, name)
+		return false
+	}
+	if g.elements == nil {
+		g.elements = map[string]int{}
+	}
+	g.elements[name] = have + 1
+	b.keepElements(1)
+	return true
 }
 
 // dumpWord cuts the first space-separated word off s.

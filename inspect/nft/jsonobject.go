@@ -139,10 +139,13 @@ func (b *builder) jsonObject(o *jsonValue, w *renderer, i int) {
 	case "element":
 		t := b.jsonTable(v.fieldStr("family"), v.fieldStr("table"))
 		name := v.fieldStr("name")
+		elem := v.get("elem")
 		if s := t.Set(name); s != nil {
-			s.Elements = append(s.Elements, w.elements(v.get("elem"), false, t.Family, t.Name, s.Name)...)
+			es := b.capElements(w.elements(elem, false, t.Family, t.Name, s.Name), len(s.Elements), elem.cut(), "object", i, t.Family, t.Name, s.Name)
+			s.Elements = append(s.Elements, es...)
 		} else if m := t.Map(name); m != nil {
-			m.Elements = append(m.Elements, w.elements(v.get("elem"), true, t.Family, t.Name, m.Name)...)
+			es := b.capElements(w.elements(elem, true, t.Family, t.Name, m.Name), len(m.Elements), elem.cut(), "object", i, t.Family, t.Name, m.Name)
+			m.Elements = append(m.Elements, es...)
 		} else {
 			b.warn("object %d: elements of unknown set %q", i, name)
 		}
@@ -288,6 +291,7 @@ type preparedSet struct {
 	set           *inspect.NFTSet // or
 	mp            *inspect.NFTMap
 	handle        handle
+	cut           bool // its elements past jsonMaxItems were not read
 }
 
 // prepareSet reads a set or map object (ok false without a name or table).
@@ -323,6 +327,8 @@ func prepareSet(js *jsonValue, isMap bool, w *renderer) (ps preparedSet, ok bool
 	}
 	ps.handle = readHandle(js)
 	comment := jsonComment(js.get("comment"))
+	elem := js.get("elem")
+	ps.cut = elem.cut()
 	if isMap {
 		if data := js.get("map").strs(); len(data) > 0 {
 			typ += " : " + strings.Join(data, " . ")
@@ -331,7 +337,7 @@ func prepareSet(js *jsonValue, isMap bool, w *renderer) (ps preparedSet, ok bool
 			Family: family, Table: table, Name: name, Type: typ, Flags: flags,
 			Timeout: timeout, GCInterval: gc, Size: size, Policy: policy, Comment: comment, Handle: ps.handle.n,
 		}}
-		ps.mp.Elements = w.elements(js.get("elem"), true, family, table, name)
+		ps.mp.Elements = w.elements(elem, true, family, table, name)
 		return ps, true
 	}
 	ps.set = &inspect.NFTSet{Set: knftables.Set{
@@ -342,7 +348,7 @@ func prepareSet(js *jsonValue, isMap bool, w *renderer) (ps preparedSet, ok bool
 		v := true
 		ps.set.AutoMerge = &v
 	}
-	ps.set.Elements = w.elements(js.get("elem"), false, family, table, name)
+	ps.set.Elements = w.elements(elem, false, family, table, name)
 	return ps, true
 }
 
@@ -350,11 +356,14 @@ func prepareSet(js *jsonValue, isMap bool, w *renderer) (ps preparedSet, ok bool
 func (b *builder) addSet(ps preparedSet, i int) {
 	t := b.jsonTable(ps.family, ps.table)
 	b.handleWarning(ps.handle, i)
-	if ps.mp != nil {
-		t.AddMap(ps.mp)
+	if m := ps.mp; m != nil {
+		m.Elements = b.capElements(m.Elements, 0, ps.cut, "object", i, t.Family, t.Name, m.Name)
+		t.AddMap(m)
 		return
 	}
-	t.AddSet(ps.set)
+	s := ps.set
+	s.Elements = b.capElements(s.Elements, 0, ps.cut, "object", i, t.Family, t.Name, s.Name)
+	t.AddSet(s)
 }
 
 func jsonDuration(v *jsonValue) *time.Duration {

@@ -28,6 +28,10 @@ func (v *jsonValue) isNum() bool  { return v != nil && v.kind == '#' }
 func (v *jsonValue) isArr() bool  { return v != nil && v.kind == 'a' }
 func (v *jsonValue) isTrue() bool { return v != nil && v.kind == 't' }
 
+// cut reports whether an array of a set's elements held more items than
+// it keeps (jsonMaxItems): the parser read the rest and dropped them.
+func (v *jsonValue) cut() bool { return v != nil && v.kind == 'a' && v.str == cutItems }
+
 // subtree is v and the values inside it, as the slice of the tape they
 // occupy (the parser puts them there: span entries from v).
 func (v *jsonValue) subtree() []jsonValue { return unsafe.Slice(v, int(v.span)) }
@@ -171,7 +175,8 @@ func (p *jsonParser) parse(s string) (*jsonValue, error) {
 // mostly commas.
 func (p *jsonParser) sizeTape(s string) {
 	n := strings.Count(s, ",") + strings.Count(s, "[") + strings.Count(s, "{") + 1
-	if n = min(n, len(s)/8); cap(p.tape) < n {
+	// no more than a set at the cap needs, the tape grows past it if need be
+	if n = min(n, len(s)/8, jsonTapeAhead); cap(p.tape) < n {
 		p.tape = make([]jsonValue, 0, n)
 	}
 }
@@ -221,7 +226,22 @@ type openValue struct {
 	at  int
 	n   int32
 	obj bool
+	// end is the tape's length at an array of elements' jsonMaxItems'th
+	// item: the items after it are parsed and dropped
+	end int
 }
+
+// jsonMaxItems bounds the items kept of an array of set or map elements
+// ("elem"): a set of 10 million elements took 3.4 GB to read.
+const jsonMaxItems = MaxSetElements
+
+// jsonTapeAhead bounds the tape sizeTape makes: for a set at the cap of
+// elements of one value each.
+const jsonTapeAhead = 2 * jsonMaxItems
+
+// cutItems is the str of an array whose items past jsonMaxItems were
+// dropped (see cut).
+const cutItems = "\x00cut"
 
 // value parses the value at p.i onto the tape. It is one loop over
 // locals, with the open containers on a stack of its own: the recursive
@@ -301,7 +321,9 @@ func (p *jsonParser) value() {
 				return
 			}
 			top := &stack[len(stack)-1]
-			top.n++
+			if top.n++; top.n >= jsonMaxItems {
+				tape = capItems(top, tape)
+			}
 			if i = skipSpace(s, i); i >= len(s) {
 				what = "unexpected end"
 				return
@@ -325,9 +347,27 @@ func (p *jsonParser) value() {
 			}
 			tape[top.at].span = int32(len(tape) - top.at)
 			tape[top.at].n = top.n
+			if top.n > jsonMaxItems && top.end > 0 {
+				tape[top.at].n, tape[top.at].str = jsonMaxItems, cutItems
+			}
 			stack = stack[:len(stack)-1]
 		}
 	}
+}
+
+// capItems keeps no more than jsonMaxItems items of an array of set or map
+// elements (named "elem"): at the last it marks the tape's end, after it
+// drops the item just read (its syntax checked all the same).
+func capItems(top *openValue, tape []jsonValue) []jsonValue {
+	switch {
+	case top.n == jsonMaxItems:
+		if !top.obj && tape[top.at].key == "elem" {
+			top.end = len(tape)
+		}
+	case top.end > 0:
+		tape = tape[:top.end]
+	}
+	return tape
 }
 
 // closerOf is the byte that closes an object or an array.

@@ -53,6 +53,7 @@ type builder struct {
 	// appendChains: chain appends without a name lookup (segments)
 	appendChains bool
 	chains       blockOf[inspect.NFTChain] // for chain
+	elems        elementCount              // of the sets and maps (setcap.go)
 }
 
 func newNFTBuilder(source string, format inspect.Format) *builder {
@@ -1006,12 +1007,14 @@ func (p *textParser) elements(line string) {
 	}
 	sb := p.set
 	// No more parts than the set has room for (and one to tell it is full).
-	p.parts = appendSplitTop(p.parts[:0], body, ',', MaxSetElements-len(sb.elems)+1)
+	room := min(MaxSetElements-len(sb.elems), p.b.elementRoom())
+	p.parts = appendSplitTop(p.parts[:0], body, ',', room+1)
+	kept := 0
 	for _, part := range p.parts {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		if len(sb.elems) >= MaxSetElements {
+		if kept >= room {
 			p.setFull(sb)
 			break
 		}
@@ -1026,16 +1029,13 @@ func (p *textParser) elements(line string) {
 			e.Value = nil
 		}
 		sb.elems = append(sb.elems, e)
+		kept++
 	}
+	p.b.keepElements(kept)
 }
 
-// MaxSetElements bounds the elements read of one set or map: kube-proxy's
-// largest maps hold one element per Service port or endpoint (some
-// hundred thousand on the biggest clusters), and 10 million elements
-// took 3.4 GB to read.
-const MaxSetElements = 1 << 20
-
-// setFull warns, once per set, that the rest of its elements are not read.
+// setFull warns, once per set, that the rest of its elements are not
+// read: the set's cap, or the ruleset's, is met.
 func (p *textParser) setFull(sb *setBlock) {
 	if sb.full {
 		return
@@ -1045,8 +1045,12 @@ func (p *textParser) setFull(sb *setBlock) {
 	if sb.isMap {
 		name, family, table = sb.mp.Name, sb.mp.Family, sb.mp.Table
 	}
-	p.b.warn("line %d: %s %s %s holds more than %d elements: only the first %d are read (kube-proxy's largest maps hold one per Service port or endpoint)",
-		p.lr.line, family, table, name, MaxSetElements, MaxSetElements)
+	where := fmt.Sprintf("line %d", p.lr.line)
+	if len(sb.elems) >= MaxSetElements {
+		p.b.setFullWarning(where, family, table, name)
+		return
+	}
+	p.b.rulesetFullWarning(where, family, table, name)
 }
 
 // appendSplitTop appends to out the parts of s split on sep outside double

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
@@ -53,12 +54,13 @@ func parseTextSegments(s, source string) (*inspect.Ruleset, bool) {
 // until next is closed.
 func parseSegments(next <-chan *textSegment, workers int, source string) {
 	var wg sync.WaitGroup
+	elems := new(atomic.Int64) // the input's set elements, all segments'
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for sg := range next {
-				parseSegment(sg, source)
+				parseSegment(sg, source, elems)
 			}
 		}()
 	}
@@ -72,6 +74,9 @@ func joinSegments(segs []*textSegment, source string) (*inspect.Ruleset, bool) {
 		if !sg.ok || k+1 < len(segs) && *sg.endTable != *segs[k+1].table {
 			return nil, false
 		}
+	}
+	if segmentsOverCap(segs) {
+		return nil, false
 	}
 	b := newNFTBuilder(source, inspect.FormatNFTText)
 	nblocks, nruns := 0, 0
@@ -259,10 +264,12 @@ func tableBefore(s string, from int) (tableKey, bool) {
 	return tableKey{p.table.Family, p.table.Name}, true
 }
 
-// parseSegment parses one segment with a builder of its own.
-func parseSegment(sg *textSegment, source string) {
+// parseSegment parses one segment with a builder of its own, counting
+// its set elements in elems too.
+func parseSegment(sg *textSegment, source string, elems *atomic.Int64) {
 	b := newNFTBuilder(source, inspect.FormatNFTText)
 	b.appendChains = true
+	b.shareElementCount(elems)
 	p := &textParser{b: b, lr: &lineReader{block: sg.text, eof: true, line: sg.startLine}}
 	if sg.table != nil {
 		p.table, p.state = b.table(sg.table.family, sg.table.name), stateInTable

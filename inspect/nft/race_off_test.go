@@ -1,0 +1,5 @@
+//go:build !race
+
+package nft
+
+const raceEnabled = false
