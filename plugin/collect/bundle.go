@@ -283,8 +283,7 @@ func OpenBundle(ctx context.Context, name string, lim Limits) (*Bundle, error) {
 	}
 	b := &Bundle{Dir: name, limits: lim}
 	if !st.IsDir() {
-		removeStaleTemps()
-		tmp, err := MkdirTemp("", bundleTempPrefix)
+		tmp, err := MkdirTemp("", bundleTempPrefix) // removes stale ones first
 		if err != nil {
 			return nil, err
 		}

@@ -16,8 +16,14 @@ var temps = struct {
 	dirs map[string]bool
 }{dirs: map[string]bool{}}
 
-// MkdirTemp is os.MkdirTemp, tracked until RemoveTemp.
+// MkdirTemp is os.MkdirTemp, tracked until RemoveTemp. A folder of the
+// plugin's in the temporary directory (dir "", a pattern of tempPrefix:
+// a live read's, an archive's extraction) first has those of its pattern
+// that a killed process left removed (removeStaleTemps).
 func MkdirTemp(dir, pattern string) (string, error) {
+	if dir == "" && strings.HasPrefix(pattern, tempPrefix) && !strings.Contains(pattern, "*") {
+		removeStaleTemps(pattern)
+	}
 	d, err := os.MkdirTemp(dir, pattern)
 	if err != nil {
 		return "", err
@@ -52,23 +58,29 @@ func RemoveTemps() {
 // (os.MkdirTemp adds digits).
 const bundleTempPrefix = "proxyrules-bundle-"
 
-// staleTempAge is when an extraction folder is left over: one lives as
-// long as the command reading it (its files are all written within the
-// first minutes), and no command runs longer than the longest
-// --pod-deadline, an hour. Older ones were left by a process that was
+// tempPrefix starts the name of every folder of the plugin's in the
+// temporary directory: a live read collects into `proxyrules-<digits>`
+// (plugin.Loader), an archive is extracted into bundleTempPrefix's.
+const tempPrefix = "proxyrules-"
+
+// staleTempAge is when a folder of the plugin's (an extraction, a live
+// read) is left over: one lives as long as the command reading it (its
+// files are all written within the first minutes), and no command runs
+// longer than the longest --pod-deadline, an hour. Older ones were left by a process that was
 // killed (out of memory, SIGKILL), which no clean-up of its own outlives.
 const staleTempAge = time.Hour
 
-// cleanedTemps are the temporary directories already cleaned by this
-// process.
+// cleanedTemps are the temporary directories and patterns already
+// cleaned by this process.
 var cleanedTemps sync.Map
 
-// removeStaleTemps removes, once per process and temporary directory, the
-// extraction folders older than staleTempAge that this user owns: only
-// folders named as OpenBundle names them, never a link.
-func removeStaleTemps() {
+// removeStaleTemps removes, once per process, temporary directory and
+// pattern, the folders of that pattern older than staleTempAge that this
+// user owns: only folders named as MkdirTemp names them (the pattern and
+// digits: `proxyrules-` never matches an extraction folder), never a link.
+func removeStaleTemps(pattern string) {
 	dir := os.TempDir()
-	if _, done := cleanedTemps.LoadOrStore(dir, true); done {
+	if _, done := cleanedTemps.LoadOrStore(dir+"\x00"+pattern, true); done {
 		return
 	}
 	ents, err := os.ReadDir(dir)
@@ -77,7 +89,7 @@ func removeStaleTemps() {
 	}
 	cutoff := time.Now().Add(-staleTempAge)
 	for _, e := range ents {
-		digits, ok := strings.CutPrefix(e.Name(), bundleTempPrefix)
+		digits, ok := strings.CutPrefix(e.Name(), pattern)
 		if !ok || !e.IsDir() || digits == "" || strings.Trim(digits, "0123456789") != "" {
 			continue
 		}
