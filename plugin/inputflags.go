@@ -58,6 +58,9 @@ type LiveOptions struct {
 	// IncludeControlPlane reads control-plane nodes too: off, a debug pod
 	// there could reach etcd and the API server on the node's loopback.
 	IncludeControlPlane bool
+	// SkipPolicyCheck skips the dry run that proves an admission policy
+	// guards the debug namespace (collect.GuardCheck).
+	SkipPolicyCheck bool
 }
 
 // AddFlags registers the input flags on cmd.
@@ -103,7 +106,8 @@ func (l *LiveOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&l.Reader, "reader", collect.ReaderAuto, "how to read whole iptables-nft tables: save (iptables-nft-save, with rule comments), nft (nft list table, no comments), or auto (save, then nft if the save fails)")
 	fs.IntVar(&l.MetricsPort, "metrics-port", 0, "kube-proxy's metrics port on the node's loopback; default: from metricsBindAddress in kube-proxy's ConfigMap, else 10249")
 	fs.BoolVar(&l.IncludeControlPlane, "include-control-plane", false, "also read control-plane nodes, whose loopback ports (etcd, the API server) a debug pod there could reach; off, --node refuses them and a sweep skips them")
-	groupFlags(cmd, flagGroupLive, "via", "image", "debug-namespace", "pod-timeout", "pod-deadline", "reader", "metrics-port", "include-control-plane")
+	fs.BoolVar(&l.SkipPolicyCheck, "skip-policy-check", false, "create the debug pod even where a dry run shows that no admission policy guards --debug-namespace (a privileged pod would be admitted there); for admins who guard it otherwise")
+	groupFlags(cmd, flagGroupLive, "via", "image", "debug-namespace", "pod-timeout", "pod-deadline", "reader", "metrics-port", "include-control-plane", "skip-policy-check")
 	_ = cmd.RegisterFlagCompletionFunc("via", cobra.FixedCompletions([]string{collect.ViaAuto, collect.ViaDebugPod, collect.ViaKubeProxy}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("reader", cobra.FixedCompletions(collect.Readers, cobra.ShellCompDirectiveNoFileComp))
 }

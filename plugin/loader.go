@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -33,6 +34,11 @@ type Loader struct {
 	// warnings (os.Stderr when nil).
 	In     io.Reader
 	ErrOut io.Writer
+
+	// guard checks once per run, for all the nodes of a sweep, that a
+	// policy guards the debug namespace.
+	guardOnce sync.Once
+	guard     *collect.GuardCheck
 }
 
 // newLoader is the loader of the flags' live options and caps.
@@ -197,7 +203,7 @@ func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collec
 		Node: req.Node, Via: ld.Live.Via, Image: ld.Live.Image, DebugNamespace: ld.Live.DebugNamespace,
 		StartTimeout: ld.Live.StartTimeout, Deadline: ld.Live.Deadline, Reader: ld.Live.Reader,
 		Objects: objs, MetricsPort: ld.Live.MetricsPort, Fleet: req.Fleet,
-		IncludeControlPlane: ld.Live.IncludeControlPlane,
+		IncludeControlPlane: ld.Live.IncludeControlPlane, Guard: ld.guardCheck(),
 	}
 	if req.Service != nil {
 		opts.ServiceNamespace, opts.ServiceName = req.Service.Namespace, req.Service.Name
@@ -212,6 +218,11 @@ func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collec
 		objs = c.Listed
 	}
 	return man, objs, nil
+}
+
+func (ld *Loader) guardCheck() *collect.GuardCheck {
+	ld.guardOnce.Do(func() { ld.guard = &collect.GuardCheck{Skip: ld.Live.SkipPolicyCheck} })
+	return ld.guard
 }
 
 // progress is where a live read reports its steps: stderr when it is a

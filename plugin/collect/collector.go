@@ -138,7 +138,7 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 		if reason := notReady(node); reason != "" {
 			return nil, fmt.Errorf("node %s is not Ready (%s): a debug pod cannot start there. Try --via kube-proxy if its kube-proxy still runs", c.Node, reason)
 		}
-		image, err := c.debugImage(proxy.template)
+		image, pull, err := c.debugImage(proxy.template)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +154,7 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 		} else {
 			me = ask()
 		}
-		pod, err := c.startDebugPod(ctx, image, me)
+		pod, err := c.startDebugPod(ctx, image, pull, me)
 		if pod != nil {
 			defer func() {
 				if derr := c.deletePod(pod); derr != nil && err == nil {

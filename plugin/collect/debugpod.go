@@ -24,24 +24,33 @@ func notReady(n *corev1.Node) string {
 	return "" // no condition reported: let the pod try
 }
 
-// debugImage is the debug pod's image: --image, else the node's own
-// kube-proxy image (cached on the node, with the binaries kube-proxy uses).
-func (c *Collector) debugImage(proxyPod *corev1.Pod) (string, error) {
+// debugImage is the debug pod's image and pull policy: --image, else the
+// node's own kube-proxy image (cached on the node, with the binaries
+// kube-proxy uses), pulled as kube-proxy's own is: Always stays Always (the
+// tag may have moved: the pod then runs what kube-proxy would), anything
+// else is IfNotPresent (deploy/'s policy refuses Never, which would run a
+// cached image without the pull credentials).
+func (c *Collector) debugImage(proxyPod *corev1.Pod) (string, corev1.PullPolicy, error) {
 	if c.Image != "" {
-		return c.Image, nil
+		return c.Image, corev1.PullIfNotPresent, nil
 	}
 	if proxyPod == nil {
-		return "", &NoKubeProxyError{Node: c.Node}
+		return "", "", &NoKubeProxyError{Node: c.Node}
 	}
-	return kubeProxyContainer(proxyPod).Image, nil
+	kp := kubeProxyContainer(proxyPod)
+	if kp.ImagePullPolicy == corev1.PullAlways {
+		return kp.Image, corev1.PullAlways, nil
+	}
+	return kp.Image, corev1.PullIfNotPresent, nil
 }
 
 // startDebugPod creates the pod and waits for it to run. The pod is returned
 // even with an error once it exists, so that the caller deletes it.
-func (c *Collector) startDebugPod(ctx context.Context, image, startedBy string) (*corev1.Pod, error) {
+func (c *Collector) startDebugPod(ctx context.Context, image string, pull corev1.PullPolicy, startedBy string) (*corev1.Pod, error) {
 	ns := c.debugNamespace()
 	deadline := int64(c.deadline() / time.Second)
-	spec := DebugPod(PodOptions{Node: c.Node, Namespace: ns, Image: image, PullPolicy: corev1.PullIfNotPresent, DeadlineSeconds: deadline, StartedBy: startedBy})
+	spec := DebugPod(PodOptions{Node: c.Node, Namespace: ns, Image: image, PullPolicy: pull, DeadlineSeconds: deadline,
+		StartedBy: startedBy, ControlPlane: c.IncludeControlPlane})
 	if err := c.Guard.Check(ctx, c.Client, spec); err != nil {
 		return nil, err
 	}
