@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,9 @@ func applyDeploy() error {
 	// No controller-manager: the namespace's default ServiceAccount, which
 	// admission wants, is made by hand.
 	run(nil, "kubectl", "-n", debugNS, "create", "serviceaccount", "default")
+	if err := syncQuotas(context.Background()); err != nil {
+		return fmt.Errorf("the quotas' status: %w", err)
+	}
 	// Policies take effect a moment after they are created: wait until a
 	// pod that is not the plugin's is refused.
 	return waitPolicy(debugNS, "kubectl-proxyrules-debug-pod")

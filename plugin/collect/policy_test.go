@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
@@ -25,11 +27,20 @@ type policyDoc struct {
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
 	} `json:"metadata"`
-	Data map[string]string `json:"data"`
+	Data  map[string]string `json:"data"`
+	Rules []struct {
+		APIGroups []string `json:"apiGroups"`
+		Resources []string `json:"resources"`
+		Verbs     []string `json:"verbs"`
+	} `json:"rules"`
 	Spec struct {
 		Validations []struct {
 			Expression string `json:"expression"`
 		} `json:"validations"`
+		MatchConditions []struct {
+			Name       string `json:"name"`
+			Expression string `json:"expression"`
+		} `json:"matchConditions"`
 		ParamRef *struct {
 			Name, Namespace string
 		} `json:"paramRef"`
@@ -204,5 +215,87 @@ func TestPolicyMatchesThePod(t *testing.T) {
 	ns := readDeploy(t, "namespace.yaml")["Namespace/"+DefaultDebugNamespace]
 	if ns.Metadata.Name != DefaultDebugNamespace {
 		t.Errorf("deploy/namespace.yaml does not create %s", DefaultDebugNamespace)
+	}
+}
+
+// quantityBound finds the bound the pod policy puts on one resource, as in
+// quantity(variables.res.limits['cpu']).compareTo(quantity('1')) <= 0.
+func quantityBound(t *testing.T, cel, kind string, name corev1.ResourceName) resource.Quantity {
+	t.Helper()
+	re := regexp.MustCompile(`quantity\(variables\.res\.` + kind + `\['` + string(name) + `'\]\)\.compareTo\(quantity\('([^']+)'\)\) <= 0`)
+	m := re.FindStringSubmatch(cel)
+	if m == nil {
+		t.Fatalf("the pod policy bounds no %s %s", kind, name)
+	}
+	return resource.MustParse(m[1])
+}
+
+// The pod the plugin makes fits the scheduling bounds of the policy: its
+// requests and limits, restart policy, grace period, pull policy and image
+// pinning, no ports, no priority class.
+func TestPolicyBoundsThePod(t *testing.T) {
+	var all strings.Builder
+	for _, v := range readDeploy(t, "policy.yaml")["ValidatingAdmissionPolicy/kubectl-proxyrules-debug-pod"].Spec.Validations {
+		all.WriteString(v.Expression + "\n")
+	}
+	cel := all.String()
+	p := DebugPod(PodOptions{Node: "n", Namespace: DefaultDebugNamespace, Image: "registry.k8s.io/kube-proxy:v1.37.2", StartedBy: "alice"})
+	c := p.Spec.Containers[0]
+	for kind, list := range map[string]corev1.ResourceList{"limits": c.Resources.Limits, "requests": c.Resources.Requests} {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			have, ok := list[name]
+			if bound := quantityBound(t, cel, kind, name); !ok || have.Cmp(bound) > 0 {
+				t.Errorf("the pod's %s %s %v is over the policy's %v", kind, name, have.String(), bound.String())
+			}
+		}
+	}
+	for _, want := range []string{
+		"object.spec.restartPolicy == '" + string(p.Spec.RestartPolicy) + "'",
+		"object.spec.terminationGracePeriodSeconds == " + strconv.FormatInt(*p.Spec.TerminationGracePeriodSeconds, 10),
+		"'" + string(c.ImagePullPolicy) + "'",
+		"!has(variables.c.ports)",
+		"object.spec.priority < 2000000000",
+	} {
+		if !strings.Contains(cel, want) {
+			t.Errorf("the pod policy does not check %s", want)
+		}
+	}
+	if len(c.Ports) > 0 || p.Spec.PriorityClassName != "" || len(p.Finalizers) > 0 {
+		t.Errorf("the pod has ports, a priority class or finalizers the policy refuses")
+	}
+}
+
+// Each policy that restricts those a Role is bound to asks the authorizer
+// for a marker rule that Role holds, and lets the exemption through.
+func TestPolicyMarkersAreGranted(t *testing.T) {
+	marker := regexp.MustCompile(`^authorizer\.group\('proxyrules\.kubectl\.io'\)\.resource\('([a-z-]+)'\)\.namespace\(request\.namespace\)\.check\('use'\)\.allowed\(\)$`)
+	const exempt = "!authorizer.group('proxyrules.kubectl.io').resource('exemptions').check('bypass').allowed()"
+	for _, tc := range []struct{ file, policy, role string }{
+		{"policy.yaml", "kubectl-proxyrules-own-debug-pods", "rbac.yaml:Role/kubectl-proxyrules-debug-pod"},
+		{"via-kube-proxy/rbac.yaml", "kubectl-proxyrules-via-kube-proxy", "via-kube-proxy/rbac.yaml:Role/kubectl-proxyrules-via-kube-proxy"},
+		{"metrics/rbac.yaml", "kubectl-proxyrules-metrics", "metrics/rbac.yaml:Role/kubectl-proxyrules-metrics-via-kube-proxy"},
+	} {
+		conds := readDeploy(t, tc.file)["ValidatingAdmissionPolicy/"+tc.policy].Spec.MatchConditions
+		if len(conds) != 2 || conds[1].Expression != exempt {
+			t.Errorf("%s: matchConditions %+v, want the marker and the exemption", tc.policy, conds)
+			continue
+		}
+		m := marker.FindStringSubmatch(conds[0].Expression)
+		if m == nil {
+			t.Errorf("%s: first condition %q is not a marker check", tc.policy, conds[0].Expression)
+			continue
+		}
+		file, name, _ := strings.Cut(tc.role, ":")
+		granted := false
+		for _, r := range readDeploy(t, file)[name].Rules {
+			granted = granted || slices.Equal(r.APIGroups, []string{"proxyrules.kubectl.io"}) && slices.Contains(r.Resources, m[1]) && slices.Equal(r.Verbs, []string{"use"})
+		}
+		if !granted {
+			t.Errorf("%s asks for marker %q, which %s does not grant", tc.policy, m[1], tc.role)
+		}
+	}
+	exemption := readDeploy(t, "rbac.yaml")["ClusterRole/kubectl-proxyrules-policy-exempt"].Rules
+	if len(exemption) != 1 || !slices.Equal(exemption[0].Resources, []string{"exemptions"}) || !slices.Equal(exemption[0].Verbs, []string{"bypass"}) {
+		t.Errorf("ClusterRole kubectl-proxyrules-policy-exempt grants %+v", exemption)
 	}
 }
