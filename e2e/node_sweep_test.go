@@ -460,14 +460,20 @@ func TestSweepTiming(t *testing.T) {
 func TestSweepNodeFailures(t *testing.T) {
 	s := scaleCluster(t)
 	notReady, noProxy := s.prefix+"notready", s.prefix+"nokp"
+	// The node without kube-proxy is a Windows node of the pool: kube-proxy's
+	// DaemonSet (nodeSelector kubernetes.io/os: linux) does not run there.
 	node := func(name string, managed bool) map[string]any {
 		annotations := map[string]any{"kwok.x-k8s.io/node": "fake"}
+		os := "windows"
 		if managed {
 			annotations["proxyrules.e2e/kwok"] = "scale" // the shared kwok's: Ready in a moment
 		}
+		if name == notReady {
+			os = "linux"
+		}
 		return map[string]any{"apiVersion": "v1", "kind": "Node",
 			"metadata": map[string]any{"name": name, "annotations": annotations,
-				"labels": map[string]any{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", strings.SplitN(s.selector, "=", 2)[0]: "scale"}},
+				"labels": map[string]any{"kubernetes.io/hostname": name, "kubernetes.io/os": os, strings.SplitN(s.selector, "=", 2)[0]: "scale"}},
 			"status": map[string]any{"addresses": []any{map[string]any{"type": "InternalIP", "address": clusterEnv["E2E_SUBNET"] + ".13"}}},
 		}
 	}

@@ -12,16 +12,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 )
 
 // The e2e cluster runs no kube-controller-manager, and the API server's
 // ResourceQuota admission refuses every pod of a namespace whose quota has
 // no status yet ("status unknown for quota"). syncQuotas does the quota
 // controller's one job for deploy/'s namespace: status.hard from spec.hard,
-// status.used from the pods there, every half second. Admission itself,
-// which counts each create against that status, is the API server's own.
+// status.used from the pods there, at every change of a pod (and every
+// second, for changes of a quota's spec). Admission itself, which counts
+// each create against that status, is the API server's own. It watches
+// the pods (one LIST at start), so that the suite's counts of LIST
+// requests (TestSweepListsOnce) do not see it.
 func syncQuotas(ctx context.Context) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err != nil {
@@ -31,13 +38,41 @@ func syncQuotas(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := syncQuotasOnce(ctx, cs); err != nil {
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(debugNS))
+	pods := factory.Core().V1().Pods().Informer()
+	changed := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, DeleteFunc: poke, UpdateFunc: func(_, o any) { poke(o) }})
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
+		return fmt.Errorf("the pods of %s did not sync", debugNS)
+	}
+	list := func() []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, o := range pods.GetStore().List() {
+			out = append(out, o.(*corev1.Pod))
+		}
+		return out
+	}
+	if err := syncQuotasOnce(ctx, cs, list()); err != nil {
 		return err
 	}
 	go func() {
-		for ctx.Err() == nil {
-			time.Sleep(500 * time.Millisecond)
-			if err := syncQuotasOnce(ctx, cs); err != nil && ctx.Err() == nil {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			case <-tick.C:
+			}
+			if err := syncQuotasOnce(ctx, cs, list()); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(os.Stderr, "e2e: syncing the quotas' status:", err)
 			}
 		}
@@ -45,26 +80,27 @@ func syncQuotas(ctx context.Context) error {
 	return nil
 }
 
-func syncQuotasOnce(ctx context.Context, cs kubernetes.Interface) error {
-	quotas, err := cs.CoreV1().ResourceQuotas(debugNS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	pods, err := cs.CoreV1().Pods(debugNS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	for i := range quotas.Items {
-		q := &quotas.Items[i]
-		n := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && inScope(q, &p) {
-				n++
+func syncQuotasOnce(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Pod) error {
+	for _, name := range []string{"kubectl-proxyrules-pods", "kubectl-proxyrules-no-critical-pods"} {
+		// Admission updates the same status at every create: retry until
+		// an update lands between two of them.
+		err := retry.RetryOnConflict(wait.Backoff{Steps: 50, Duration: 5 * time.Millisecond, Factor: 1.2, Jitter: 1, Cap: 200 * time.Millisecond}, func() error {
+			q, err := cs.CoreV1().ResourceQuotas(debugNS).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
 			}
-		}
-		q.Status.Hard = q.Spec.Hard
-		q.Status.Used = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(n), resource.DecimalSI)}
-		if _, err := cs.CoreV1().ResourceQuotas(debugNS).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+			n := 0
+			for _, p := range pods {
+				if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && inScope(q, p) {
+					n++
+				}
+			}
+			q.Status.Hard = q.Spec.Hard
+			q.Status.Used = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(n), resource.DecimalSI)}
+			_, err = cs.CoreV1().ResourceQuotas(debugNS).UpdateStatus(ctx, q, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			return err
 		}
 	}
