@@ -339,6 +339,11 @@ func readManifest(r io.Reader, m *Manifest) error {
 	if m.Kind != "Bundle" {
 		return fmt.Errorf("kind %q, want Bundle", m.Kind)
 	}
+	if m.Node != "" {
+		if err := CheckNodeName(m.Node); err != nil {
+			return err
+		}
+	}
 	if len(m.Files) > maxManifestFiles {
 		return fmt.Errorf("lists %d files, more than a bundle written by collect ever holds (%d)", len(m.Files), maxManifestFiles)
 	}

@@ -91,14 +91,18 @@ func ReadSweepManifest(dir string) (*SweepManifest, error) {
 		return nil, fmt.Errorf("%s/%s: objects %q: a sweep keeps them in %s", dir, SweepManifestFile, m.Objects, SweepObjectsFile)
 	}
 	for _, n := range m.Nodes {
-		if n.Dir == "" {
-			continue
+		if n.Dir != "" {
+			if want := sweepNodesDir + "/" + n.Name; n.Dir != want || !validBundlePath(n.Dir) || strings.Contains(n.Name, "/") {
+				return nil, fmt.Errorf("%s/%s: node %q is in %q, not %s", dir, SweepManifestFile, n.Name, n.Dir, want)
+			}
+			if err := checkSweepEntry(root, dir, n.Dir, fs.ModeDir); err != nil {
+				return nil, err
+			}
 		}
-		if want := sweepNodesDir + "/" + n.Name; n.Dir != want || !validBundlePath(n.Dir) || strings.Contains(n.Name, "/") {
-			return nil, fmt.Errorf("%s/%s: node %q is in %q, not %s", dir, SweepManifestFile, n.Name, n.Dir, want)
-		}
-		if err := checkSweepEntry(root, dir, n.Dir, fs.ModeDir); err != nil {
-			return nil, err
+		// Every node, read or not: its name is a folder name and a line
+		// of the sweep's output either way.
+		if err := CheckNodeName(n.Name); err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", dir, SweepManifestFile, err)
 		}
 	}
 	if err := checkSweepEntry(root, dir, SweepObjectsFile, 0); err != nil {
