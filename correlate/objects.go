@@ -45,6 +45,8 @@ type Objects struct {
 	// Other holds objects of other kinds found in the input (a Node, a
 	// ConfigMap), kept for the callers that want them.
 	Other []runtime.Object
+	// LeftOut counts the objects left out for their names (validnames.go).
+	LeftOut LeftOut
 
 	// servicePorts caches ServicePorts: triage joins the same objects with
 	// the rules several times.
@@ -57,6 +59,7 @@ func (o *Objects) Add(other *Objects) {
 	o.Services = append(o.Services, other.Services...)
 	o.EndpointSlices = append(o.EndpointSlices, other.EndpointSlices...)
 	o.Other = append(o.Other, other.Other...)
+	o.LeftOut.add(other.LeftOut)
 }
 
 // ReadObjects reads what `kubectl get services,endpointslices -A -o json`
@@ -97,6 +100,7 @@ func readObjects(r io.Reader, source string, only *ServiceFilter) (*Objects, err
 	if seen == 0 {
 		return nil, fmt.Errorf("%s: no Services or EndpointSlices found; expected the output of `kubectl get services,endpointslices -A -o json`", source)
 	}
+	objs.dropInvalid()
 	return objs, nil
 }
 

@@ -37,6 +37,8 @@ type inputSet struct {
 	// bundleFiles are the inputs that are files of a bundle, by the path
 	// addBundle put in the lists: open reads them through their bundle.
 	bundleFiles map[string]bundleFile
+	// warn is where an objects file's left-out objects are reported.
+	warn io.Writer
 }
 
 // inputSet starts the files of one load: those req names.
@@ -49,7 +51,7 @@ func (ld *Loader) inputSet(req Request) *inputSet {
 	files := InputFiles{Dumps: clip(req.Files.Dumps), Objects: clip(req.Files.Objects), Metrics: clip(req.Files.Metrics),
 		Config: clip(req.Files.Config), Bundles: clip(req.Files.Bundles)}
 	return &inputSet{InputFiles: files, node: req.Node, objects: req.Objects, table: req.Table,
-		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}}
+		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}, warn: ld.errOut()}
 }
 
 // sweepFolders resolves sweep folders among bundles: a node's bundle
@@ -77,6 +79,10 @@ func (s *inputSet) sweepFolders(bundles []string) ([]string, error) {
 	}
 	if s.node == "" {
 		return nil, fmt.Errorf("%s is a sweep folder of many nodes: pass --node NAME for one of them, or use a command that sweeps (triage, stale, counts, masq, explain)", dir)
+	}
+	// The node names a folder inside the sweep: never one outside it.
+	if err := collect.CheckNodeName(s.node); err != nil {
+		return nil, fmt.Errorf("--node: %w", err)
 	}
 	bundles = slices.DeleteFunc(slices.Clone(bundles), func(b string) bool { return b == dir })
 	bundles = append(bundles, collect.NodeBundleDir(dir, s.node))
@@ -176,13 +182,33 @@ func (s *inputSet) open(name string) (io.ReadCloser, string, error) {
 func (s *inputSet) readObjects() (*correlate.Objects, error) {
 	objs := &correlate.Objects{}
 	for _, name := range s.Objects {
-		more, err := readInput(s, input.KindObjects, name, correlate.ReadObjects)
+		more, err := readInput(s, input.KindObjects, name, s.objectsReader(nil))
 		if err != nil {
 			return nil, err
 		}
 		objs.Add(more)
 	}
 	return objs, nil
+}
+
+// objectsReader reads an objects file (only one Service's, when only is
+// set) and says in one line which objects it left out for their names.
+func (s *inputSet) objectsReader(only *correlate.ServiceFilter) func(io.Reader, string) (*correlate.Objects, error) {
+	return func(r io.Reader, source string) (*correlate.Objects, error) {
+		var objs *correlate.Objects
+		var err error
+		if only != nil {
+			objs, err = correlate.ReadServiceObjects(r, source, *only)
+		} else {
+			objs, err = correlate.ReadObjects(r, source)
+		}
+		if err == nil && s.warn != nil {
+			if w := objs.LeftOut.Warning(); w != "" {
+				fmt.Fprintf(s.warn, "warning: %s: %s\n", escapeData(source), escapeData(w))
+			}
+		}
+		return objs, err
+	}
 }
 
 // readOptions are how --from-dump files are read.
@@ -299,12 +325,7 @@ func (s *inputSet) objectTasks() objectReads {
 	reads := make([]func() (*correlate.Objects, error), len(s.Objects))
 	for i, name := range s.Objects {
 		reads[i] = sync.OnceValues(func() (*correlate.Objects, error) {
-			return readInput(s, input.KindObjects, name, func(r io.Reader, source string) (*correlate.Objects, error) {
-				if s.only != nil {
-					return correlate.ReadServiceObjects(r, source, *s.only)
-				}
-				return correlate.ReadObjects(r, source)
-			})
+			return readInput(s, input.KindObjects, name, s.objectsReader(s.only))
 		})
 	}
 	o := objectReads{files: len(reads)}
