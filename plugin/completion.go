@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -137,15 +139,29 @@ func CompleteKubeconfig(cfg *clientcmdapi.Config, kind, toComplete string) []str
 	return withPrefix(names, toComplete)
 }
 
+// withPrefix keeps the names that start with prefix and can be
+// candidates (completable), sorted.
 func withPrefix(names []string, prefix string) []string {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if strings.HasPrefix(n, prefix) {
+		if strings.HasPrefix(n, prefix) && completable(n) {
 			out = append(out, n)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// completable says whether a name can be a shell completion candidate
+// as it is: cobra prints one candidate a line, a tab starts its
+// description, and the shell would act on a control character, so a name
+// with whitespace, a control or bidirectional character or invalid UTF-8
+// (a hostile objects file, dump or cluster) is dropped, never split into
+// two candidates or escaped into one that matches nothing.
+func completable(name string) bool {
+	return utf8.ValidString(name) && !strings.ContainsFunc(name, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+	})
 }
 
 // clusterCompletion adapts a listing function to cobra. Errors (no
@@ -285,7 +301,7 @@ func chainArgCompletion(o *MapOptions) cobra.CompletionFunc {
 		seen := map[string]bool{}
 		var names []string
 		add := func(n string) {
-			if !seen[n] && strings.HasPrefix(n, toComplete) && correlate.LooksLikeChain(n) {
+			if !seen[n] && strings.HasPrefix(n, toComplete) && completable(n) && correlate.LooksLikeChain(n) {
 				seen[n] = true
 				names = append(names, n)
 			}

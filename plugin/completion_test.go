@@ -229,3 +229,44 @@ func TestCompleteThroughCommandTree(t *testing.T) {
 		}
 	}
 }
+
+// A name that would need escaping is no candidate: a newline would make
+// it two, a tab a description, an escape sequence act on the terminal.
+func TestCompletionDropsNamesNeedingEscape(t *testing.T) {
+	cs := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b\nnode-c"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-d\tdescription"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-\x1b[31me"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node f"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-\u202eg"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-\xffh"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns\r"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web\x07"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}},
+	)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		list func() ([]string, error)
+		want []string
+	}{
+		{"nodes", func() ([]string, error) { return CompleteNodes(ctx, cs, "node") }, []string{"node-a"}},
+		{"namespaces", func() ([]string, error) { return CompleteNamespaces(ctx, cs, "") }, []string{}},
+		{"services", func() ([]string, error) { return CompleteServices(ctx, cs, "default", "svc/") }, []string{"svc/web"}},
+		{"kubeconfig", func() ([]string, error) {
+			cfg := clientcmdapi.NewConfig()
+			cfg.Contexts["prod"] = clientcmdapi.NewContext()
+			cfg.Contexts["prod\nstaging"] = clientcmdapi.NewContext()
+			return CompleteKubeconfig(cfg, "context", ""), nil
+		}, []string{"prod"}},
+	} {
+		got, err := tc.list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
