@@ -89,6 +89,8 @@ type Config struct {
 	// which drops the KUBE-FORWARD INVALID rule.
 	ConntrackTCPBeLiberal bool            `json:"conntrackTCPBeLiberal,omitempty"`
 	FeatureGates          map[string]bool `json:"featureGates,omitempty"`
+	// Conntrack is the conntrack section with kube-proxy's defaults.
+	Conntrack ConntrackConfig `json:"conntrack"`
 
 	// Defaulted lists the fields that were absent (or zero where kube-proxy
 	// treats zero as absent) and got kube-proxy's default, with the value.
@@ -479,6 +481,7 @@ type rawConfig struct {
 	bindAddress, metricsBind      string
 	healthzBind, hostnameOverride string
 	tcpBeLiberal                  bool
+	conntrack                     rawConntrack
 	featureGates                  map[string]bool
 	internal                      bool
 }
@@ -517,6 +520,7 @@ func (c *Config) fromV1Alpha1(m map[string]any, configz bool) error {
 	raw.healthzBind, _ = g.str("healthzBindAddress")
 	raw.hostnameOverride, _ = g.str("hostnameOverride")
 	raw.tcpBeLiberal, _ = g.boolean("conntrack", "tcpBeLiberal")
+	raw.conntrack = g.readConntrack(false, "conntrack")
 	raw.featureGates = g.boolMap("featureGates")
 	if len(g.errs) > 0 {
 		return fmt.Errorf("bad KubeProxyConfiguration: %s", strings.Join(g.errs, "; "))
@@ -564,10 +568,12 @@ func (c *Config) fromInternal(m map[string]any) error {
 	raw.metricsBind, _ = g.str("MetricsBindAddress")
 	raw.healthzBind, _ = g.str("HealthzBindAddress")
 	raw.hostnameOverride, _ = g.str("HostnameOverride")
-	if b, ok := g.boolean("Linux", "Conntrack", "TCPBeLiberal"); ok {
-		raw.tcpBeLiberal = b
+	if _, ok := g.lookup("Linux", "Conntrack"); ok {
+		raw.tcpBeLiberal, _ = g.boolean("Linux", "Conntrack", "TCPBeLiberal")
+		raw.conntrack = g.readConntrack(true, "Linux", "Conntrack")
 	} else {
 		raw.tcpBeLiberal, _ = g.boolean("Conntrack", "TCPBeLiberal")
+		raw.conntrack = g.readConntrack(true, "Conntrack")
 	}
 	raw.featureGates = g.boolMap("FeatureGates")
 	if len(g.errs) > 0 {

@@ -28,6 +28,7 @@ func (c *Config) apply(raw rawConfig) {
 	c.applyBindAddresses(raw, d)
 	c.HostnameOverride = raw.hostnameOverride
 	c.ConntrackTCPBeLiberal = raw.tcpBeLiberal
+	c.applyConntrack(raw.conntrack, raw.tcpBeLiberal, d)
 	c.FeatureGates = raw.featureGates
 	if c.Defaulted == nil {
 		c.Defaulted = []string{}
