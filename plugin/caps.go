@@ -27,23 +27,28 @@ const (
 	capMetrics = "metrics"
 	capConfig  = "config"
 	capBundle  = "bundle" // all the files of one .tar.gz together
+	// capConntrack: --from-conntrack, --from-conntrack-stats, --from-sysctls
+	// and a bundle's conntrack files (a whole table of a million entries
+	// is some 200 MB; collect sends at most collect.MaxConntrackEntries).
+	capConntrack = "conntrack"
 )
 
 // inputCaps are the most bytes an input of each kind may hold.
 type inputCaps map[string]int64
 
 var defaultCaps = inputCaps{
-	capDump:    1 << 30,
-	capObjects: 256 << 20,
-	capMetrics: 16 << 20,
-	capConfig:  8 << 20,
-	capBundle:  2 << 30,
+	capDump:      1 << 30,
+	capObjects:   256 << 20,
+	capMetrics:   16 << 20,
+	capConfig:    8 << 20,
+	capBundle:    2 << 30,
+	capConntrack: 256 << 20,
 }
 
 // String lists the caps as --max-input-size takes them.
 func (c inputCaps) String() string {
 	var parts []string
-	for _, k := range []string{capDump, capObjects, capMetrics, capConfig, capBundle} {
+	for _, k := range []string{capDump, capObjects, capMetrics, capConfig, capConntrack, capBundle} {
 		parts = append(parts, k+"="+quantity(c[k]))
 	}
 	return strings.Join(parts, ",")
@@ -65,7 +70,7 @@ func parseCaps(maxSize string) (inputCaps, error) {
 		}
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if _, known := defaultCaps[k]; !ok || !known {
-			return nil, fmt.Errorf("--max-input-size %q: want KIND=SIZE,... with kinds %s, %s, %s, %s, %s (e.g. objects=512Mi)", kv, capDump, capObjects, capMetrics, capConfig, capBundle)
+			return nil, fmt.Errorf("--max-input-size %q: want KIND=SIZE,... with kinds %s, %s, %s, %s, %s, %s (e.g. objects=512Mi)", kv, capDump, capObjects, capMetrics, capConfig, capConntrack, capBundle)
 		}
 		q, err := resource.ParseQuantity(v)
 		if err != nil || q.Value() <= 0 {
@@ -86,6 +91,8 @@ func (s *inputSet) kindOf(name string) string {
 		return capMetrics
 	case slices.Contains(s.Config, name):
 		return capConfig
+	case slices.Contains(s.Conntrack, name), slices.Contains(s.ConntrackStats, name), slices.Contains(s.Sysctls, name):
+		return capConntrack
 	}
 	return capDump // --from-dump also reads metrics and configuration dumps
 }
@@ -107,6 +114,8 @@ func (c inputCaps) bundleLimits(userObjects bool) collect.Limits {
 				return c[capMetrics]
 			case collect.KindConfig:
 				return c[capConfig]
+			case collect.KindConntrack, collect.KindConntrackStats, collect.KindSysctls:
+				return c[capConntrack]
 			}
 			return 0 // never parsed: not extracted
 		},
@@ -130,6 +139,8 @@ func (c inputCaps) explain(err error) error {
 		kind = capMetrics
 	case collect.KindConfig:
 		kind = capConfig
+	case collect.KindConntrack, collect.KindConntrackStats, collect.KindSysctls:
+		kind = capConntrack
 	}
 	return fmt.Errorf("%w: if it is genuine, raise the cap with --max-input-size %s=%s", err, kind, quantity(2*c[kind]))
 }

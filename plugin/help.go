@@ -18,11 +18,14 @@ const (
 	flagGroupLive   = "live"
 	flagGroupSweep  = "sweep"
 	flagGroupOutput = "output"
+	// flagGroupKernel: the saved conntrack state (conntrackinput.go).
+	flagGroupKernel = "kernel"
 	helpWidth       = 80
 )
 
 // flagGroupTitles orders the groups after the command's own flags.
 var flagGroupTitles = []struct{ group, title string }{
+	{flagGroupKernel, "Kernel state flags (conntrack table, counters, sysctls saved from the node):"},
 	{flagGroupLive, "Live flags (reading a node through the cluster; ignored with --from-*):"},
 	{flagGroupSweep, "Sweep flags (many nodes, one debug pod each):"},
 	{flagGroupOutput, "Output flags:"},

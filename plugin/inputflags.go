@@ -31,7 +31,12 @@ type InputFlags struct {
 	Metrics []string
 	Config  []string
 	Bundles []string
-	Live    LiveOptions
+	// Conntrack, ConntrackStats and Sysctls are the kernel's connection
+	// tracking state saved from the node (conntrackinput.go).
+	Conntrack      []string
+	ConntrackStats []string
+	Sysctls        []string
+	Live           LiveOptions
 	// Table is --table: the iptables table of pasted rules without one.
 	Table string
 	// NodeIPs is --node-ip: the node's addresses, when no Node object
@@ -72,6 +77,10 @@ func (f *InputFlags) AddFlags(cmd *cobra.Command) {
 	fs.StringArrayVar(&f.Objects, "from-objects", nil, "read Services and EndpointSlices saved with \"kubectl get services,endpointslices -A -o json\" (or -o yaml); repeatable")
 	fs.StringArrayVar(&f.Metrics, "from-metrics", nil, "read kube-proxy's /metrics saved from the node (curl 127.0.0.1:10249/metrics); repeatable")
 	fs.StringArrayVar(&f.Config, "from-config", nil, "read kube-proxy's configuration: its /configz JSON, a KubeProxyConfiguration file, or the kube-proxy ConfigMap (-o yaml or json)")
+	fs.StringArrayVar(&f.Conntrack, "from-conntrack", nil, "read the node's conntrack table from `FILE`: cat /proc/net/nf_conntrack, conntrack -L or conntrack -L -o extended (either family, also pasted); repeatable (the entries are joined); - reads stdin")
+	fs.StringArrayVar(&f.ConntrackStats, "from-conntrack-stats", nil, "read the node's conntrack counters from `FILE` (cat /proc/net/stat/nf_conntrack); repeat it with a later read for rates (a file's time is when it was last written)")
+	fs.StringArrayVar(&f.Sysctls, "from-sysctls", nil, "read the node's kernel settings from `FILE`: grep -H . /proc/sys/net/... FILES 2>&1, or sysctl -a")
+	groupFlags(cmd, flagGroupKernel, "from-conntrack", "from-conntrack-stats", "from-sysctls")
 	fs.StringVar(&f.Table, "table", "", "the iptables table of pasted rules that do not say it (-S, -A lines, -L listings without a *table header or an iptables -t command line): "+strings.Join(iptables.Tables, ", ")+"; default: inferred from the chains")
 	_ = cmd.RegisterFlagCompletionFunc("table", cobra.FixedCompletions(iptables.Tables, cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&f.At, "at", "", "judge ages as of this time (RFC 3339 or Unix seconds), e.g. when the metrics were saved; default: when the node was read (live or the bundle's collectedAt), else the newest timestamp in the metrics")
@@ -150,7 +159,7 @@ func (f *InputFlags) Validate(sweep, nodeOptional bool) error {
 		return err
 	}
 	stdin := 0
-	for _, list := range [][]string{f.Dumps, f.Objects, f.Metrics, f.Config} {
+	for _, list := range [][]string{f.Dumps, f.Objects, f.Metrics, f.Config, f.Conntrack, f.ConntrackStats, f.Sysctls} {
 		for _, d := range list {
 			if d == "-" {
 				stdin++

@@ -16,6 +16,7 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/conntrack"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
 	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
@@ -56,6 +57,13 @@ type Loaded struct {
 	Metrics []*metrics.Metrics
 	Objects *correlate.Objects // nil when no --from-objects
 	Config  *kpconfig.Config
+	// Conntrack is the node's conntrack table (live and in bundles: only
+	// the entries of Service addresses and NodePorts, capped);
+	// ConntrackStats its counters, in time order; Sysctls the kernel
+	// settings Services depend on. Nil when not read (conntrackinput.go).
+	Conntrack      *conntrack.Table
+	ConntrackStats []*ConntrackStatsRead
+	Sysctls        *conntrack.Sysctls
 	// Collected says how the node was read (live or --from-bundle).
 	Collected *collect.Manifest
 	// Narrowed: only the requested Service's objects and chains were

@@ -55,6 +55,9 @@ type Request struct {
 // InputFiles are the files of a load, by the flag that names them.
 type InputFiles struct {
 	Dumps, Objects, Metrics, Config, Bundles []string
+	// Conntrack, ConntrackStats and Sysctls are --from-conntrack,
+	// --from-conntrack-stats and --from-sysctls (conntrackinput.go).
+	Conntrack, ConntrackStats, Sysctls []string
 }
 
 // ServiceSelection is -n and -l.
@@ -69,7 +72,8 @@ type ServiceSelection struct {
 // (Validate has checked them) and the node named, when one is.
 func newRequest(f *InputFlags, kube *genericclioptions.ConfigFlags) (Request, error) {
 	r := Request{
-		Files: InputFiles{Dumps: f.Dumps, Objects: f.Objects, Metrics: f.Metrics, Config: f.Config, Bundles: f.Bundles},
+		Files: InputFiles{Dumps: f.Dumps, Objects: f.Objects, Metrics: f.Metrics, Config: f.Config, Bundles: f.Bundles,
+			Conntrack: f.Conntrack, ConntrackStats: f.ConntrackStats, Sysctls: f.Sysctls},
 		Table: f.Table,
 	}
 	if len(f.Nodes) == 1 {
@@ -107,7 +111,7 @@ func (r Request) forNode(node string) Request {
 
 // readsStdin: an input is "-", which cannot be read a second time.
 func (f InputFiles) readsStdin() bool {
-	for _, list := range [][]string{f.Dumps, f.Objects, f.Metrics, f.Config} {
+	for _, list := range [][]string{f.Dumps, f.Objects, f.Metrics, f.Config, f.Conntrack, f.ConntrackStats, f.Sysctls} {
 		if slices.Contains(list, "-") {
 			return true
 		}

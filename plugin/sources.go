@@ -11,6 +11,7 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/conntrack"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
@@ -39,6 +40,10 @@ type inputSet struct {
 	bundleFiles map[string]bundleFile
 	// warn is where an objects file's left-out objects are reported.
 	warn io.Writer
+	// given are the conntrack files the request names, which win over a
+	// bundle's; bundleConntrack counts the bundle tables added.
+	given           InputFiles
+	bundleConntrack int
 }
 
 // inputSet starts the files of one load: those req names.
@@ -49,9 +54,10 @@ func (ld *Loader) inputSet(req Request) *inputSet {
 	}
 	// Clipped: a bundle's files are appended to a copy of each list.
 	files := InputFiles{Dumps: clip(req.Files.Dumps), Objects: clip(req.Files.Objects), Metrics: clip(req.Files.Metrics),
-		Config: clip(req.Files.Config), Bundles: clip(req.Files.Bundles)}
+		Config: clip(req.Files.Config), Bundles: clip(req.Files.Bundles),
+		Conntrack: clip(req.Files.Conntrack), ConntrackStats: clip(req.Files.ConntrackStats), Sysctls: clip(req.Files.Sysctls)}
 	return &inputSet{InputFiles: files, node: req.Node, objects: req.Objects, table: req.Table,
-		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}, warn: ld.errOut()}
+		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}, warn: ld.errOut(), given: req.Files}
 }
 
 // sweepFolders resolves sweep folders among bundles: a node's bundle
@@ -130,7 +136,9 @@ func (s *inputSet) addBundle(b *collect.Bundle) {
 			}
 			list = &s.Objects
 		default:
-			continue
+			if list = s.bundleConntrackList(f.Kind); list == nil {
+				continue
+			}
 		}
 		p := b.Path(f)
 		*list = append(*list, p)
@@ -222,7 +230,11 @@ type loadResult struct {
 	m    *metrics.Metrics
 	cfg  *kpconfig.Config
 	objs *correlate.Objects
-	err  error
+	// The kernel's conntrack state (conntrackinput.go).
+	ct      *conntrack.Table
+	stats   *ConntrackStatsRead
+	sysctls *conntrack.Sysctls
+	err     error
 }
 
 // load reads the files, parseWorkers at once: the dumps are parsed while
@@ -257,10 +269,12 @@ func (s *inputSet) load() (*Loaded, error) {
 		})
 	}
 	tasks = append(tasks, objects.tasks...)
+	tasks = append(tasks, s.conntrackTasks()...)
 	l, err := joinResults(runTasks(tasks, parseWorkers()), objects.files)
 	if err != nil {
 		return nil, err
 	}
+	s.finishConntrack(l)
 	if objects.given != nil {
 		l.Objects = objects.given
 	}
@@ -374,6 +388,8 @@ func joinResults(results []loadResult, objectFiles int) (*Loaded, error) {
 			fileMetrics = append(fileMetrics, r.m)
 		case r.cfg != nil:
 			l.Config = r.cfg
+		case r.ct != nil || r.stats != nil || r.sysctls != nil:
+			l.addConntrack(r)
 		case r.objs != nil:
 			switch {
 			case objectFiles == 1:

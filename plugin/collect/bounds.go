@@ -56,6 +56,8 @@ func outputCap(c NodeCommand) int64 {
 		return DefaultLimits.File(KindRuleset)
 	case KindChains:
 		return maxChainOutput
+	case KindConntrack, KindConntrackStats, KindSysctls:
+		return DefaultLimits.File(c.Kind)
 	}
 	return maxInfoOutput
 }

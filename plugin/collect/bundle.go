@@ -45,6 +45,9 @@ type Manifest struct {
 	Scope    string       `json:"scope"`
 	Files    []BundleFile `json:"files"`
 	Warnings []string     `json:"warnings,omitempty"`
+	// Conntrack says how the conntrack table was filtered and capped on
+	// the node, and when the counters were read (conntrack.go).
+	Conntrack *ConntrackRead `json:"conntrack,omitempty"`
 }
 
 // BundleFile is one collected output.
@@ -127,6 +130,10 @@ var DefaultLimits = Limits{
 			return 16 << 20
 		case KindConfig:
 			return 8 << 20
+		case KindConntrack:
+			return 64 << 20 // MaxConntrackEntries lines of at most maxConntrackLine
+		case KindConntrackStats, KindSysctls:
+			return 4 << 20
 		}
 		return 0
 	},
@@ -146,6 +153,10 @@ var kindBounds = map[string]struct {
 	KindMetrics: {4, 2},
 	KindConfig:  {4, 2},
 	KindObjects: {2, 1},
+	// collect writes one table, two reads of the counters, one sysctls.
+	KindConntrack:      {2, 1},
+	KindConntrackStats: {4, 2},
+	KindSysctls:        {2, 1},
 }
 
 // kindTotal is the most the files of kind may hold together.
@@ -166,7 +177,7 @@ func checkKinds(m *Manifest, lim Limits) error {
 			count[f.Kind]++
 		}
 	}
-	for _, kind := range []string{KindRuleset, KindMetrics, KindConfig, KindObjects} {
+	for _, kind := range []string{KindRuleset, KindMetrics, KindConfig, KindObjects, KindConntrack, KindConntrackStats, KindSysctls} {
 		if n, most := count[kind], kindBounds[kind].files; n > most {
 			return fmt.Errorf("lists %d %s files, more than the %d this plugin reads (collect writes at most %d): refusing to read it",
 				n, kind, most, collectWrites[kind])
@@ -176,7 +187,8 @@ func checkKinds(m *Manifest, lim Limits) error {
 }
 
 // collectWrites is how many files of each kind collect writes at most.
-var collectWrites = map[string]int{KindRuleset: 10, KindMetrics: 2, KindConfig: 1, KindObjects: 1}
+var collectWrites = map[string]int{KindRuleset: 10, KindMetrics: 2, KindConfig: 1, KindObjects: 1,
+	KindConntrack: 1, KindConntrackStats: 2, KindSysctls: 1}
 
 // checkKindTotals refuses a bundle directory whose files of one kind hold
 // more than the kind's total together (an archive's are counted as they

@@ -144,6 +144,8 @@ type fakeRunner struct {
 	gets    []string
 	ports   []int
 	bad     []string // commands that did not pass the checks
+	// conntrackCalls are the execs of the conntrack reads, not in calls.
+	conntrackCalls [][]string
 }
 
 func newFakeRunner() *fakeRunner {
@@ -174,7 +176,11 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 			r.bad = append(r.bad, err.Error())
 		}
 	}
-	r.calls = append(r.calls, call)
+	if slices.ContainsFunc(cmds, isConntrackRead) {
+		r.conntrackCalls = append(r.conntrackCalls, call) // kept apart from the rules' reads
+	} else {
+		r.calls = append(r.calls, call)
+	}
 	// What the remote runner would send: a script of the commands, which
 	// its stream checks again, and which the kernel takes only below 128 KiB
 	// (a node's runtime may take less: maxArg).
@@ -504,6 +510,12 @@ var debugPodFiles = map[string]string{
 	"metrics.txt":               KindMetrics,
 	"configz.json":              KindConfig,
 	"proxymode.txt":             KindProxyMode,
+	// the conntrack reads (conntrack_test.go)
+	"sysctls.txt":                KindSysctls,
+	"conntrack-stats-before.txt": KindConntrackStats,
+	"conntrack-stats-after.txt":  KindConntrackStats,
+	"conntrack-count.txt":        KindInfo,
+	"conntrack.txt":              KindConntrack,
 }
 
 func debugPodCases() []debugPodCase {

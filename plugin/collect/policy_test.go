@@ -144,6 +144,10 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 	}
 	all = append(all, FirstChains(kubeproxy.IPv6, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP", "KUBE-EXT-ABCDEFGHIJKLMNOP"})...)
 	all = append(all, IPTablesVersion(), NFTVersion(), NFTTables())
+	// The conntrack reads: every filter shape (exact, prefixes, none).
+	all = append(all, SysctlsCommand(), ConntrackStatsCommand(idStatsBefore), ConntrackStatsCommand(idStatsAfter), ConntrackCountCommand(),
+		ConntrackTableCommand(ServiceConntrackFilter(manyServices(10))), ConntrackTableCommand(ServiceConntrackFilter(manyServices(2000))),
+		ConntrackTableCommand(ServiceConntrackFilter(nil)))
 	for i := 0; i < len(all); i++ {
 		all = append(all, all[i].Fallback...)
 	}
@@ -174,6 +178,17 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 		{"sh", "-c", strings.Replace(good[2], "$n begin 0", "$(iptables -F) begin 0", 1)},
 		{"sh", "-c", strings.Replace(good[2], "read -r n\n", "", 1)},
 		{"sh", "-c", good[2] + "(ulimit -s unlimited 2>/dev/null; exec 'nft' 'flush' 'ruleset')\n"},
+		// what grep, cat and wc could read besides the conntrack state
+		{"grep", "-r", ".", "/etc"}, {"cat", "/etc/shadow"}, {"wc", "-l", "/etc/shadow"},
+		{"grep", "-f", "/proc/net/nf_conntrack", "/etc/shadow"}, {"grep", "-H", ".", "/etc/shadow"},
+		{"grep", "-H", ".", "/proc/sys/kernel/random/boot_id"},
+		{"grep", "-F", "-m", "10", "-e", "x", "/etc/shadow"},
+		{"grep", "-F", "-m", "10", "-e", "10.0.0.1", "/proc/net/nf_conntrack", "/etc/shadow"},
+		{"grep", "-F", "-m", "10", "-e", "/etc/shadow", "/proc/net/nf_conntrack"},
+		{"grep", "-F", "-m", "10", "-e", "-f/etc/shadow", "/proc/net/nf_conntrack"},
+		{"grep", "-F", "-m", "10", "-f", "/etc/shadow", "/proc/net/nf_conntrack"},
+		{"sh", "-c", good[2] + "'cat' '/proc/net/stat/nf_conntrack' '/etc/shadow'\n"},
+		{"sh", "-c", good[2] + "'grep' '-F' '-m' '10' '-e' 'src=' '/proc/net/nf_conntrack' > /tmp/x\n"},
 	} {
 		if policyAccepts(res, evil) {
 			t.Errorf("the policy accepts %q", evil)

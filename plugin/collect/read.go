@@ -28,6 +28,11 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 		return err
 	}
 	w.man.ProxyMode, w.man.Backend = probe.ProxyMode, probe.Backend
+	// The conntrack counters' first read (and the sysctls), before the
+	// rules; the second after them: their read is the wait between.
+	if err := c.readConntrackBefore(ctx, w, t); err != nil {
+		return err
+	}
 	// A first scrape of /metrics before the rules are read, the second
 	// after: what changed between them is kube-proxy's recent sync rate
 	// and duration, which the lifetime means hide.
@@ -51,6 +56,9 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 		if err := c.runToFiles(ctx, w, t, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
 			return err
 		}
+	}
+	if err := c.readConntrack(ctx, w, t, objects); err != nil {
+		return err
 	}
 	for _, ep := range []struct{ path, file, kind string }{
 		{"/metrics", "metrics.txt", KindMetrics},
