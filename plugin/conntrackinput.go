@@ -68,11 +68,7 @@ func readKernelInput[T any](s *inputSet, name string, read func(io.Reader, strin
 		return zero, err
 	}
 	defer rc.Close()
-	v, err := read(rc, src)
-	if err != nil {
-		return zero, fmt.Errorf("%s: %w", src, err)
-	}
-	return v, nil
+	return read(rc, src) // a reader's error names src (cappedReader's)
 }
 
 func (s *inputSet) source(name string) string {

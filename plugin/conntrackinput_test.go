@@ -169,7 +169,7 @@ func TestConntrackCap(t *testing.T) {
 	} {
 		files.Dumps = []string{smallFixture + "iptables/save-nft-ipv4.txt"}
 		_, err := (&Loader{Caps: caps, ErrOut: &strings.Builder{}}).Load(context.Background(), Request{Files: files})
-		if err == nil || !strings.Contains(err.Error(), "--max-input-size conntrack=200") {
+		if err == nil || !strings.Contains(err.Error(), "--max-input-size conntrack=200") || strings.Count(err.Error(), conntrackFixtures) != 1 {
 			t.Errorf("%+v: %v; want the conntrack cap's error", files, err)
 		}
 	}
