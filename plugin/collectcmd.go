@@ -140,7 +140,7 @@ func (o *CollectOptions) Run() error {
 	}
 	// On failure the collector removes the files it wrote (and the folder,
 	// if it made it): never a half bundle, never the user's own folder.
-	man, err := o.loader.Collect(o.ctx, Request{Node: o.Nodes[0]}, dir)
+	man, err := o.loader.Collect(o.ctx, Request{Node: o.Nodes[0], Kernel: true}, dir)
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (o *CollectOptions) runSweep() error {
 	go func() {
 		defer close(results)
 		eachParallel(ctx, nodes, o.Sweep.Parallel, func(node string) {
-			one := Request{Node: node, Objects: objs, Fleet: fleet, Quiet: true}
+			one := Request{Node: node, Objects: objs, Fleet: fleet, Quiet: true, Kernel: true}
 			man, err := o.loader.Collect(ctx, one, w.NodeDir(node))
 			results <- done{node, man, err}
 		})

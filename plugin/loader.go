@@ -211,7 +211,7 @@ func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collec
 		Node: req.Node, Via: ld.Live.Via, Image: ld.Live.Image, DebugNamespace: ld.Live.DebugNamespace,
 		StartTimeout: ld.Live.StartTimeout, Deadline: ld.Live.Deadline, Reader: ld.Live.Reader,
 		Objects: objs, MetricsPort: ld.Live.MetricsPort, Fleet: req.Fleet,
-		IncludeControlPlane: ld.Live.IncludeControlPlane, Guard: ld.guardCheck(),
+		IncludeControlPlane: ld.Live.IncludeControlPlane, Guard: ld.guardCheck(), Kernel: req.Kernel,
 	}
 	if req.Service != nil {
 		opts.ServiceNamespace, opts.ServiceName = req.Service.Namespace, req.Service.Name

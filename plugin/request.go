@@ -50,6 +50,11 @@ type Request struct {
 	// Quiet: no progress on stderr (a sweep's node: its warnings are in
 	// its report).
 	Quiet bool
+	// Kernel: a live read also reads the kernel's state beside the rules
+	// (the conntrack table, its counters and the sysctls: triage,
+	// conntrack and collect judge or keep them). KernelOnly: the command
+	// judges only that (conntrack), so inputs without a ruleset will do.
+	Kernel, KernelOnly bool
 }
 
 // InputFiles are the files of a load, by the flag that names them.
@@ -99,7 +104,13 @@ func clip(s []string) []string { return s[:len(s):len(s)] }
 
 // live says whether the node is read through the cluster.
 func (r Request) live() bool {
-	return len(r.Files.Dumps) == 0 && len(r.Files.Bundles) == 0 && r.Node != ""
+	return len(r.Files.Dumps) == 0 && len(r.Files.Bundles) == 0 && !r.Files.kernel() && r.Node != ""
+}
+
+// kernel: the kernel's state beside the rules was given, saved (a table,
+// counters or sysctls).
+func (f InputFiles) kernel() bool {
+	return len(f.Conntrack)+len(f.ConntrackStats)+len(f.Sysctls) > 0
 }
 
 // forNode is the request for one node of a sweep.

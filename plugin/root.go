@@ -84,6 +84,7 @@ kubectl; the rarer ones (--server, --token, --as, ...) are accepted too.`,
 	root.AddCommand(NewCmdStale(name, streams, kube))
 	root.AddCommand(NewCmdMasq(name, streams, kube))
 	root.AddCommand(NewCmdCounts(name, streams, kube))
+	root.AddCommand(NewCmdConntrack(name, streams, kube))
 	root.AddCommand(NewCmdTriage(name, streams, kube))
 	diffCmd := NewCmdDiff(name, streams, kube)
 	diffCmd.ValidArgsFunction = diffArgCompletion(cluster)

@@ -44,6 +44,8 @@ type inputSet struct {
 	// bundle's; bundleConntrack counts the bundle tables added.
 	given           InputFiles
 	bundleConntrack int
+	// kernelOnly: no ruleset is needed (Request.KernelOnly).
+	kernelOnly bool
 }
 
 // inputSet starts the files of one load: those req names.
@@ -57,7 +59,7 @@ func (ld *Loader) inputSet(req Request) *inputSet {
 		Config: clip(req.Files.Config), Bundles: clip(req.Files.Bundles),
 		Conntrack: clip(req.Files.Conntrack), ConntrackStats: clip(req.Files.ConntrackStats), Sysctls: clip(req.Files.Sysctls)}
 	return &inputSet{InputFiles: files, node: req.Node, objects: req.Objects, table: req.Table,
-		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}, warn: ld.errOut(), given: req.Files}
+		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}, warn: ld.errOut(), given: req.Files, kernelOnly: req.KernelOnly}
 }
 
 // sweepFolders resolves sweep folders among bundles: a node's bundle
@@ -281,8 +283,9 @@ func (s *inputSet) load() (*Loaded, error) {
 	if l.Config == nil && l.Objects != nil {
 		l.Config = collect.KubeProxyConfig(l.Objects)
 	}
-	if len(l.Ruleset.IPTables) == 0 && len(l.Ruleset.NFTables) == 0 {
-		return nil, fmt.Errorf("the inputs hold no ruleset (only metrics?): pass an iptables-save or nft dump with --from-dump")
+	kernel := l.Conntrack != nil || l.Sysctls != nil || len(l.ConntrackStats) > 0
+	if len(l.Ruleset.IPTables) == 0 && len(l.Ruleset.NFTables) == 0 && !(s.kernelOnly && kernel) {
+		return nil, fmt.Errorf("the inputs hold no ruleset (only metrics or kernel state?): pass an iptables-save or nft dump with --from-dump")
 	}
 	return l, nil
 }

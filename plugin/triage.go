@@ -26,9 +26,9 @@ const (
 // sweepHelp is in the help of every command that sweeps.
 const sweepHelp = `With --all-nodes, --node-selector LABELS or --node repeated, it sweeps: one
 short-lived debug pod per node, --parallel at a time (5 by default), the
-Services, EndpointSlices, Nodes and kube-proxy pods listed once for the whole
-sweep. The text is a table of the nodes, worst first, and the findings
-grouped by cause across nodes; -o json|yaml is a List of each node's report
+Services, EndpointSlices, Nodes and kube-proxy DaemonSets listed once for
+the whole sweep. The text is a table of the nodes, worst first, and the
+findings grouped by cause across nodes; -o json|yaml is a List of each node's report
 (as the command prints it for that node alone), streamed as nodes finish,
 and a summary. A node that cannot be read (not ready, no kube-proxy, refused)
 is reported and the sweep goes on. --from-bundle of a folder written by

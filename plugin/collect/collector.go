@@ -47,6 +47,9 @@ type Options struct {
 	// IncludeControlPlane reads control-plane nodes too
 	// (--include-control-plane): see ControlPlaneError.
 	IncludeControlPlane bool
+	// Kernel reads the kernel's state beside the rules: the conntrack
+	// table, its counters (twice, some seconds apart) and the sysctls.
+	Kernel bool
 	// Guard checks, once per run and namespace, that the admission policy
 	// guards the debug namespace (guard.go); nil checks every time.
 	Guard *GuardCheck

@@ -510,12 +510,7 @@ var debugPodFiles = map[string]string{
 	"metrics.txt":               KindMetrics,
 	"configz.json":              KindConfig,
 	"proxymode.txt":             KindProxyMode,
-	// the conntrack reads (conntrack_test.go)
-	"sysctls.txt":                KindSysctls,
-	"conntrack-stats-before.txt": KindConntrackStats,
-	"conntrack-stats-after.txt":  KindConntrackStats,
-	"conntrack-count.txt":        KindInfo,
-	"conntrack.txt":              KindConntrack,
+	// No conntrack reads: only Options.Kernel asks for them (conntrack_test.go).
 }
 
 func debugPodCases() []debugPodCase {

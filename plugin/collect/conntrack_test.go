@@ -204,7 +204,7 @@ func TestCollectConntrack(t *testing.T) {
 			objs := &correlate.Objects{Services: []*corev1.Service{testService()}}
 			conntrackOutputs(e.runner, objs, strings.Repeat(line, tt.entries))
 			e.runner.outputs[strings.Join(ConntrackTableCommand(ServiceConntrackFilter(objs)).Argv, " ")] = fakeResult{out: strings.Repeat(line, tt.entries), rc: tt.rc}
-			c := e.collector(Options{Node: testNode, Via: ViaDebugPod, Objects: objs})
+			c := e.collector(Options{Node: testNode, Via: ViaDebugPod, Objects: objs, Kernel: true})
 			c.now = tickingClock(fixedTime, 2*time.Second)
 			man, err := c.Collect(context.Background())
 			if err != nil {
@@ -253,7 +253,7 @@ func TestCollectConntrackUnreadable(t *testing.T) {
 	e := newEnv(t, defaultObjects()...)
 	objs := &correlate.Objects{Services: []*corev1.Service{testService()}}
 	e.runner.outputs[strings.Join(ConntrackTableCommand(ServiceConntrackFilter(objs)).Argv, " ")] = fakeResult{rc: 2}
-	man, err := e.collector(Options{Node: testNode, Via: ViaDebugPod, Objects: objs}).Collect(context.Background())
+	man, err := e.collector(Options{Node: testNode, Via: ViaDebugPod, Objects: objs, Kernel: true}).Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,13 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	}
 	w.man.ProxyMode, w.man.Backend = probe.ProxyMode, probe.Backend
 	// The conntrack counters' first read (and the sysctls), before the
-	// rules; the second after them: their read is the wait between.
-	if err := c.readConntrackBefore(ctx, w, t); err != nil {
-		return err
+	// rules; the second after them: their read is the wait between. Only
+	// for the commands that judge them: the second read waits for the
+	// first to be some seconds old.
+	if c.Kernel {
+		if err := c.readConntrackBefore(ctx, w, t); err != nil {
+			return err
+		}
 	}
 	// A first scrape of /metrics before the rules are read, the second
 	// after: what changed between them is kube-proxy's recent sync rate
@@ -57,8 +61,10 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 			return err
 		}
 	}
-	if err := c.readConntrack(ctx, w, t, objects); err != nil {
-		return err
+	if c.Kernel {
+		if err := c.readConntrack(ctx, w, t, objects); err != nil {
+			return err
+		}
 	}
 	for _, ep := range []struct{ path, file, kind string }{
 		{"/metrics", "metrics.txt", KindMetrics},
