@@ -181,10 +181,88 @@ func (st *jsonStream) object(p *jsonParser) (*jsonValue, bool) {
 			st.pos += n
 			return v, true
 		}
-		if !short || !st.fill(st.pos) {
+		if !short {
+			return nil, false
+		}
+		if p.cutAt > 0 { // among the elements a set drops: skip them
+			if !st.skipItems(st.pos + p.cutAt) {
+				return nil, false
+			}
+			continue
+		}
+		if !st.fill(st.pos) {
 			return nil, false
 		}
 	}
+}
+
+// skipItems drops the items of an array of set elements past those the
+// parser keeps (jsonMaxItems), at buf[at] on, up to the array's closing
+// bracket: it reads on and drops them as it goes, so that they cost a
+// read buffer rather than their size (10 million elements in one set
+// took 695 MB, three times their bytes, held to be parsed again). The
+// parser then reads the kept items, a "0" standing for those dropped
+// (so that the array is marked cut, as when read whole), and what
+// follows. Of the dropped items only strings and brackets are looked
+// at. False at the end of the input.
+func (st *jsonStream) skipItems(at int) bool {
+	depth, inStr, esc, dropped := 0, false, false, false
+	for i := at; ; {
+		for ; i < len(st.buf); i++ {
+			c := st.buf[i]
+			switch {
+			case inStr:
+				if esc {
+					esc = false
+				} else if c == '\\' {
+					esc = true
+				} else if c == '"' {
+					inStr = false
+				}
+			case c == '"':
+				inStr = true
+			case c == '[' || c == '{':
+				depth++
+			case c == ']' || c == '}':
+				if depth == 0 {
+					st.closeSkipped(at, i, dropped)
+					return true
+				}
+				depth--
+			}
+			dropped = dropped || !isJSONSpace(c)
+		}
+		// buf[at:] is dropped: buf[at] is the next byte of input
+		st.base += int64(len(st.buf) - at)
+		st.buf = st.buf[:at]
+		pos := st.pos
+		if !st.fill(st.pos) {
+			return false
+		}
+		at -= pos - st.pos // fill may have moved buf[pos:] to a new buffer
+		i = at
+	}
+}
+
+// closeSkipped puts the "0" that stands for the items dropped (if any)
+// between buf[:at], the kept, and buf[end:], the array's closing bracket
+// and what follows.
+func (st *jsonStream) closeSkipped(at, end int, dropped bool) {
+	if !dropped {
+		st.base += int64(end - at)
+		st.buf = append(st.buf[:at], st.buf[end:]...)
+		return
+	}
+	if end-at < 2 { // no room in place: the bytes from pos to a new buffer
+		nb := make([]byte, 0, len(st.buf)-st.pos+2+jsonReadSize)
+		nb = append(append(append(nb, st.buf[st.pos:at]...), ",0"...), st.buf[end:]...)
+		st.base += int64(end - at - 2 + st.pos)
+		st.buf, st.pos = nb, 0
+		return
+	}
+	st.base += int64(end - at - 2)
+	copy(st.buf[at:], ",0")
+	st.buf = append(st.buf[:at+2], st.buf[end:]...)
 }
 
 // jsonStream frames a JSON stream: it returns each value as a fresh

@@ -153,6 +153,10 @@ type jsonParser struct {
 	tape  []jsonValue
 	err   error
 	short bool
+	// cutAt: the parse ran out of input among the items an array of set
+	// elements drops (past jsonMaxItems); cutAt is the offset after the
+	// last it keeps (0: not so)
+	cutAt int
 }
 
 func (p *jsonParser) parse(s string) (*jsonValue, error) {
@@ -195,7 +199,7 @@ func (p *jsonParser) fail(what string) {
 // The value is valid until the next parse. (Its tape grows as it goes:
 // the size of the value is not known ahead.)
 func (p *jsonParser) parsePrefix(s string) (v *jsonValue, n int, short bool, err error) {
-	p.s, p.i, p.err, p.short = s, 0, nil, false
+	p.s, p.i, p.err, p.short, p.cutAt = s, 0, nil, false, 0
 	// The last value's entries are overwritten, not cleared first: the
 	// strings left beyond the new value's end keep at most the read
 	// buffers of the values before alive, for as long as the parser.
@@ -229,6 +233,8 @@ type openValue struct {
 	// end is the tape's length at an array of elements' jsonMaxItems'th
 	// item: the items after it are parsed and dropped
 	end int
+	// endAt is the offset in the input after that item
+	endAt int
 }
 
 // jsonMaxItems bounds the items kept of an array of set or map elements
@@ -256,6 +262,9 @@ func (p *jsonParser) value() {
 	key := ""
 	var what string // why it failed, at i
 	defer func() {
+		if what != "" {
+			p.cutAt = cutOpen(stack)
+		}
 		p.tape, p.stack, p.i = tape, stack[:0], i
 		if what != "" {
 			p.fail(what)
@@ -322,7 +331,7 @@ func (p *jsonParser) value() {
 			}
 			top := &stack[len(stack)-1]
 			if top.n++; top.n >= jsonMaxItems {
-				tape = capItems(top, tape)
+				tape = capItems(top, tape, i)
 			}
 			if i = skipSpace(s, i); i >= len(s) {
 				what = "unexpected end"
@@ -357,17 +366,29 @@ func (p *jsonParser) value() {
 
 // capItems keeps no more than jsonMaxItems items of an array of set or map
 // elements (named "elem"): at the last it marks the tape's end, after it
-// drops the item just read (its syntax checked all the same).
-func capItems(top *openValue, tape []jsonValue) []jsonValue {
+// drops the item just read (its syntax checked all the same). i is the
+// offset after that item.
+func capItems(top *openValue, tape []jsonValue, i int) []jsonValue {
 	switch {
 	case top.n == jsonMaxItems:
 		if !top.obj && tape[top.at].key == "elem" {
-			top.end = len(tape)
+			top.end, top.endAt = len(tape), i
 		}
 	case top.end > 0:
 		tape = tape[:top.end]
 	}
 	return tape
+}
+
+// cutOpen is the offset after the kept items of the innermost array
+// still open that drops items past jsonMaxItems, or 0.
+func cutOpen(stack []openValue) int {
+	for k := len(stack) - 1; k >= 0; k-- {
+		if stack[k].end > 0 {
+			return stack[k].endAt
+		}
+	}
+	return 0
 }
 
 // closerOf is the byte that closes an object or an array.

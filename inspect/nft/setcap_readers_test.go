@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
@@ -298,5 +299,117 @@ func TestSetElementsCapAlloc(t *testing.T) {
 				t.Errorf("%d bytes of elements past the cap allocated %d bytes more, want at most %d times their size", past, over-at, capAllocPerByte)
 			}
 		})
+	}
+}
+
+// readSizes records the largest read asked of it: the JSON reader's read
+// buffer grows with what it holds (a read fills the room after it).
+type readSizes struct {
+	r   io.Reader
+	max int
+}
+
+func (rs *readSizes) Read(p []byte) (int, error) {
+	rs.max = max(rs.max, len(p))
+	return rs.r.Read(p)
+}
+
+// The elements a set drops past the cap are read and dropped as they come,
+// not held in the read buffer to be parsed again with the rest of the set
+// (10 million took 695 MB): reading a set of 8 times MaxSetElements, the
+// buffer holds no more than twice the bytes of the elements kept (or what
+// the parallel reader looks through for a cut, jsonCutLookMax).
+func TestJSONDroppedElementsNotBuffered(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("8 million elements: not with -short or -race")
+	}
+	for _, tt := range []struct {
+		name string
+		sh   setShape
+	}{
+		{"set", setShape{sets: []int{8 * MaxSetElements}}},
+		{"map", setShape{isMap: true, sets: []int{8 * MaxSetElements}}},
+	} {
+		for _, rd := range setCapReaders[:2] {
+			t.Run(tt.name+"/"+rd.name, func(t *testing.T) {
+				kept := len(setJSON(setShape{isMap: tt.sh.isMap, sets: []int{MaxSetElements}}))
+				bound := max(2*kept, jsonCutLookMax+jsonReadSize)
+				in := &readSizes{r: strings.NewReader(setJSON(tt.sh))}
+				rs, err := rd.parse(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := elementCounts(rs, tt.sh); got[0] != MaxSetElements {
+					t.Errorf("elements read %v, want %d", got, MaxSetElements)
+				}
+				checkCapWarning(t, rs, "ip t s0 holds more than 1048576 elements")
+				t.Logf("largest read %d MB, the kept elements' bytes %d MB", in.max>>20, kept>>20)
+				if in.max > bound {
+					t.Errorf("a read of %d bytes, want at most %d: the buffer held the elements dropped", in.max, bound)
+				}
+			})
+		}
+	}
+}
+
+// A statement longer than maxContinuation lines (a set of more elements
+// than that, four a line) is read up to there, and the rest of it dropped
+// with one warning: its lines were read as statements of their own, one
+// warning each (1.5 million for 10 million elements).
+func TestTextLongStatementDropped(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("4 million elements: not with -short or -race")
+	}
+	in := setText(false, 4*maxContinuation+400)
+	for _, whole := range []bool{true, false} {
+		rs, err := parseTextWith(strings.NewReader(in), "ruleset.txt", readOptions{textWhole: whole})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := rs.Dumps[0].Warnings
+		if len(w) != 2 || !strings.Contains(w[0], "line 4: a statement goes on for more than 1048576 lines: lines 1048581 to 1048679 are not read") {
+			t.Errorf("whole %v: %d warnings %.300q, want the statement's and the set's", whole, len(w), w)
+		}
+		if n := len(rs.NFTTable("ip", "t").Set("s").Elements); n != MaxSetElements {
+			t.Errorf("whole %v: %d elements read, want %d", whole, n, MaxSetElements)
+		}
+	}
+}
+
+// skipItems drops the items after those kept up to the array's closing
+// bracket, whatever strings and brackets they hold and however the input
+// comes in, leaves a "0" for them (none when there are none), and keeps
+// the offsets of what follows those of the input.
+func TestJSONSkipItems(t *testing.T) {
+	const kept, after = `{"elem": ["a"`, `]}, {"next": 1}`
+	for _, tt := range []struct{ name, dropped, want string }{
+		{"strings and brackets", `, "b]", ["x", {"y": "]"}], "c\"]"`, `,0`},
+		{"one", `,"b"`, `,0`},
+		{"none", `  `, ``},
+	} {
+		for _, oneByte := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/one byte at a time %v", tt.name, oneByte), func(t *testing.T) {
+				input := kept + tt.dropped + after
+				var r io.Reader = strings.NewReader(input)
+				if oneByte {
+					r = iotest.OneByteReader(r)
+				}
+				st := &jsonStream{r: r}
+				for len(st.buf) < len(kept) && st.fill(0) {
+				}
+				if !st.skipItems(len(kept)) {
+					t.Fatal("skipItems: end of input")
+				}
+				for st.fill(st.pos) {
+				}
+				if got, want := string(st.buf[st.pos:]), kept+tt.want+after; got != want {
+					t.Errorf("read %q, want %q", got, want)
+				}
+				next := strings.Index(string(st.buf), `{"next"`)
+				if got, want := st.base+int64(next), int64(strings.Index(input, `{"next"`)); got != want {
+					t.Errorf("what follows is at offset %d, want %d", got, want)
+				}
+			})
+		}
 	}
 }
