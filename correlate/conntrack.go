@@ -410,6 +410,24 @@ func (ix *conntrackIndex) inRange(a netip.Addr) bool {
 	return false
 }
 
+// ClusterIPRange is ServiceRange of the objects alone: what a live read
+// filters the node's table by, so that a deleted Service's entries (an
+// address no current Service has) are read too.
+func ClusterIPRange(objs *Objects) ServiceRange {
+	ips := map[netip.Addr]*ServicePort{}
+	if objs == nil {
+		return serviceRange(ConntrackInput{Objects: &Objects{}}, ips)
+	}
+	for _, svc := range objs.Services {
+		for _, s := range append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...) {
+			if a, err := netip.ParseAddr(s); err == nil {
+				ips[a.Unmap()] = nil
+			}
+		}
+	}
+	return serviceRange(ConntrackInput{Objects: objs}, ips)
+}
+
 // serviceRange is where cluster IPs come from: the ServiceCIDR objects,
 // else the prefixes given, else per family the smallest prefix holding
 // every known cluster IP (no wider than the apiserver allows a service

@@ -131,20 +131,98 @@ func (f ConntrackFilter) Argv() []string {
 // beyond that the table is read unfiltered, within the same cap.
 func ServiceConntrackFilter(objs *correlate.Objects) ConntrackFilter {
 	addrs, ports := serviceTargets(objs)
-	if len(addrs) == 0 && len(ports) == 0 {
+	// The range the cluster IPs come from, so that the entries of a
+	// deleted Service are read too (kube-proxy v1.37.2 never cleans them,
+	// #141371): prefixes, so the other patterns are prefixes (no -w) too.
+	ranges := correlate.ClusterIPRange(objs).Prefixes
+	rangePats := rangePatterns(ranges)
+	for a := range addrs {
+		if len(rangePats) > 0 && slices.ContainsFunc(ranges, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			delete(addrs, a)
+		}
+	}
+	for _, p := range ranges { // a range of one address: that address, exact
+		if p.IsSingleIP() {
+			addrs[p.Addr()] = true
+		}
+	}
+	if len(addrs) == 0 && len(ports) == 0 && len(rangePats) == 0 {
 		return ConntrackFilter{Mode: "none", Patterns: []string{"src="}, MaxEntries: MaxConntrackEntries}
 	}
 	for _, level := range []prefixLevel{{}, {v4: 3, v6: 7, port: 2}, {v4: 2, v6: 6, port: 3}} {
-		pats := level.patterns(addrs, ports)
+		pats := append(level.patterns(addrs, ports), rangePats...)
 		if patternBytes(pats) <= maxPatternBytes {
 			mode := "exact"
-			if level.v4 > 0 {
+			if level.v4 > 0 || len(rangePats) > 0 {
 				mode = "prefix"
 			}
-			return ConntrackFilter{Mode: mode, Patterns: pats, MaxEntries: MaxConntrackEntries}
+			slices.Sort(pats)
+			return ConntrackFilter{Mode: mode, Patterns: slices.Compact(pats), MaxEntries: MaxConntrackEntries}
 		}
 	}
 	return ConntrackFilter{Mode: "none", Patterns: []string{"src="}, MaxEntries: MaxConntrackEntries}
+}
+
+// rangePatterns are "=" and the leading octets (groups) of every address
+// of the prefixes (but a single address), as /proc spells them: a prefix not on an octet (group)
+// boundary is as many patterns as it spans of the next boundary, at most
+// 256 (a wider IPv6 one is widened to the boundary before).
+func rangePatterns(prefixes []netip.Prefix) []string {
+	var out []string
+	for _, p := range prefixes {
+		if p.IsSingleIP() {
+			continue // read exact, with the other addresses
+		}
+		p = p.Masked()
+		unit, sep := 8, "."
+		if p.Addr().Is6() {
+			unit, sep = 16, ":"
+		}
+		b := (p.Bits() + unit - 1) / unit * unit
+		for b > p.Bits() && b-p.Bits() > 8 {
+			b -= unit
+		}
+		if b == 0 {
+			continue // a prefix that wide would read the whole table
+		}
+		step := netip.PrefixFrom(p.Addr(), b).Masked()
+		for range 1 << max(b-p.Bits(), 0) {
+			s := ProcAddr(step.Addr())
+			parts := strings.Split(s, sep)
+			pat := "=" + strings.Join(parts[:b/unit], sep)
+			if b < p.Addr().BitLen() {
+				pat += sep
+			}
+			out = append(out, pat)
+			step = nextPrefix(step)
+		}
+	}
+	return out
+}
+
+// nextPrefix is the prefix of the same length just after p.
+func nextPrefix(p netip.Prefix) netip.Prefix {
+	a := p.Addr().As16()
+	bit := p.Addr().BitLen() - p.Bits() // the lowest bit of the prefix, from the right
+	off := 16 - p.Addr().BitLen()/8
+	for i := 15; i >= off; i-- {
+		pos := (15 - i) * 8
+		if bit >= pos+8 {
+			continue
+		}
+		add := 1 << max(bit-pos, 0)
+		sum := int(a[i]) + add
+		a[i] = byte(sum)
+		if sum < 256 {
+			break
+		}
+		bit = pos + 8
+	}
+	next := netip.AddrFrom16(a)
+	if p.Addr().Is4() {
+		next = next.Unmap()
+	}
+	return netip.PrefixFrom(next, p.Bits())
 }
 
 // serviceTargets are the Services' addresses and NodePorts.

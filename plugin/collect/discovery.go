@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -257,6 +258,11 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 	if err := add("v1", "Node", redactNode(node)); err != nil {
 		return nil, err
 	}
+	if c.Kernel {
+		if err := list.addServiceCIDRs(ctx, c.Client, w); err != nil {
+			return nil, err
+		}
+	}
 	if proxy.pod != nil { // listed only where needed: no DaemonSet, or --via kube-proxy
 		if err := add("v1", "Pod", redactPod(proxy.pod)); err != nil {
 			return nil, err
@@ -303,6 +309,32 @@ func (l *objectList) add(apiVersion, kind string, obj runtime.Object) error {
 		return err
 	}
 	l.Items = append(l.Items, runtime.RawExtension{Raw: data})
+	return nil
+}
+
+// addServiceCIDRs lists the ranges cluster IPs come from (Kubernetes
+// 1.33+): a conntrack entry to an address in them that no Service has is
+// a deleted Service's. Without them (an older cluster, no RBAC) the range
+// of the known cluster IPs stands in, which the report says.
+func (l *objectList) addServiceCIDRs(ctx context.Context, client kubernetes.Interface, w *bundleWriter) error {
+	cidrs, err := client.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case IsNotFound(err):
+		return nil // before 1.33: no such API
+	default:
+		w.warn("could not list ServiceCIDRs (%s): a deleted Service's conntrack entries are looked for within the range of the known cluster IPs", firstLine(err.Error()))
+		return nil
+	}
+	for i := range cidrs.Items {
+		c := &cidrs.Items[i]
+		kept := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: c.Name}, Spec: c.Spec}
+		if err := l.add("networking.k8s.io/v1", "ServiceCIDR", kept); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
