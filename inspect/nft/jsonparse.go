@@ -301,27 +301,13 @@ func (p *jsonParser) value() {
 				return
 			}
 			continue
-		case c == '"':
-			var str string
-			if str, i, what = jsonString(s, i); what != "" {
-				return
-			}
-			tape = append(tape, jsonValue{kind: 's', span: 1, key: key, str: str})
-		case c == 't' || c == 'f' || c == 'n':
-			var kind byte
-			if kind, i, what = jsonLiteral(s, i); what != "" {
-				return
-			}
-			tape = append(tape, jsonValue{kind: kind, span: 1, key: key})
-		case c == '-' || c >= '0' && c <= '9':
-			from := i
-			if i, what = jsonNumber(s, i); what != "" {
-				return
-			}
-			tape = append(tape, jsonValue{kind: '#', span: 1, key: key, str: s[from:i]})
 		default:
-			what = "unexpected character"
-			return
+			var v jsonValue
+			if v, i, what = jsonScalar(s, i); what != "" {
+				return
+			}
+			v.key = key
+			tape = append(tape, v)
 		}
 		// a value read: it is the whole, or a member of the innermost
 		// open container, which goes on or closes (and is a value read)
@@ -362,6 +348,31 @@ func (p *jsonParser) value() {
 			stack = stack[:len(stack)-1]
 		}
 	}
+}
+
+// jsonScalar reads the string, literal or number at i (a value of span 1).
+func jsonScalar(s string, i int) (v jsonValue, next int, what string) {
+	switch c := s[i]; {
+	case c == '"':
+		var str string
+		if str, i, what = jsonString(s, i); what != "" {
+			return v, i, what
+		}
+		return jsonValue{kind: 's', span: 1, str: str}, i, ""
+	case c == 't' || c == 'f' || c == 'n':
+		var kind byte
+		if kind, i, what = jsonLiteral(s, i); what != "" {
+			return v, i, what
+		}
+		return jsonValue{kind: kind, span: 1}, i, ""
+	case c == '-' || c >= '0' && c <= '9':
+		from := i
+		if i, what = jsonNumber(s, i); what != "" {
+			return v, i, what
+		}
+		return jsonValue{kind: '#', span: 1, str: s[from:i]}, i, ""
+	}
+	return v, i, "unexpected character"
 }
 
 // capItems keeps no more than jsonMaxItems items of an array of set or map
