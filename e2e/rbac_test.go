@@ -121,70 +121,8 @@ func TestLiveRBAC(t *testing.T) {
 	}
 
 	// 2. Pods not of the plugin's shape: refused by the admission policy.
+	refusedShapes(t)
 	const byPolicy = "ValidatingAdmissionPolicy 'kubectl-proxyrules-debug-pod'"
-	for _, tc := range []struct {
-		name string
-		edit func(map[string]any)
-		want string
-	}{
-		{"a privileged pod", func(p map[string]any) {
-			sc := container(p)["securityContext"].(map[string]any)
-			sc["privileged"] = true
-			delete(sc, "allowPrivilegeEscalation")
-		}, "not privileged"},
-		{"a pod with a hostPath volume", func(p map[string]any) {
-			p["spec"].(map[string]any)["volumes"] = []any{map[string]any{"name": "root", "hostPath": map[string]any{"path": "/"}}}
-			container(p)["volumeMounts"] = []any{map[string]any{"name": "root", "mountPath": "/host"}}
-		}, "no volumes"},
-		{"a pod with the namespace's service account token", func(p map[string]any) {
-			delete(p["spec"].(map[string]any), "automountServiceAccountToken")
-		}, "no volumes"},
-		{"a pod reading a Secret into its env", func(p map[string]any) {
-			container(p)["env"] = []any{map[string]any{"name": "T", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}}}
-		}, "no env"},
-		{"a probe that runs a command", func(p map[string]any) {
-			container(p)["livenessProbe"] = map[string]any{"exec": map[string]any{"command": []any{"iptables", "-F"}}}
-		}, "probes"},
-		{"a shell instead of sleep", func(p map[string]any) {
-			container(p)["command"] = []any{"sh", "-c", "iptables -F; sleep 300"}
-		}, "only runs sleep"},
-		{"another image", func(p map[string]any) { container(p)["image"] = "docker.io/library/busybox" }, "is not listed in ConfigMap"},
-		{"another user's name", func(p map[string]any) {
-			p["metadata"].(map[string]any)["annotations"] = map[string]any{"proxyrules.kubectl.io/started-by": "bob"}
-		}, "your own user name"},
-		{"a day-long pod", func(p map[string]any) {
-			p["spec"].(map[string]any)["activeDeadlineSeconds"] = 86400
-			container(p)["command"] = []any{"sleep", "86400"}
-		}, "at most 3600"},
-		{"a pod without the plugin's label", func(p map[string]any) { p["metadata"].(map[string]any)["labels"] = map[string]any{} }, "managed-by"},
-		// The scheduling fields of the second review (issue 30, item 3).
-		{"a system-node-critical pod with huge requests", func(p map[string]any) {
-			p["spec"].(map[string]any)["priorityClassName"] = "system-node-critical"
-			container(p)["resources"] = map[string]any{"requests": map[string]any{"cpu": "64", "memory": "256Gi"}, "limits": map[string]any{"cpu": "64", "memory": "256Gi"}}
-		}, "no priority class of its own"},
-		{"huge requests", func(p map[string]any) {
-			container(p)["resources"] = map[string]any{"requests": map[string]any{"cpu": "1", "memory": "1Gi"}, "limits": map[string]any{"cpu": "1", "memory": "1Gi"}}
-		}, "requests of at most"},
-		{"no resources", func(p map[string]any) { delete(container(p), "resources") }, "CPU and memory limits"},
-		{"a GPU", func(p map[string]any) {
-			container(p)["resources"].(map[string]any)["limits"].(map[string]any)["example.com/gpu"] = "1"
-		}, "nothing else"},
-		{"a finalizer", func(p map[string]any) { p["metadata"].(map[string]any)["finalizers"] = []any{"example.com/keep"} }, "no finalizers"},
-		{"restartPolicy Always", func(p map[string]any) { p["spec"].(map[string]any)["restartPolicy"] = "Always" }, "restartPolicy Never"},
-		{"a host port", func(p map[string]any) {
-			container(p)["ports"] = []any{map[string]any{"containerPort": 2379, "hostPort": 2379}}
-		}, "no ports"},
-		{"a day-long grace period", func(p map[string]any) { p["spec"].(map[string]any)["terminationGracePeriodSeconds"] = 86400 }, "terminationGracePeriodSeconds 0"},
-		{"imagePullPolicy Never", func(p map[string]any) { container(p)["imagePullPolicy"] = "Never" }, "imagePullPolicy IfNotPresent or Always"},
-		{"an untagged image", func(p map[string]any) {
-			container(p)["image"] = "registry.k8s.io/kube-proxy"
-			delete(container(p), "imagePullPolicy")
-		}, "is not pinned"},
-		{"a :latest image", func(p map[string]any) { container(p)["image"] = "registry.k8s.io/kube-proxy:latest" }, "is not pinned"},
-	} {
-		_, err := asMember(debugPodJSON("refused", "alice", tc.edit), "create", "-f", "-")
-		refused(t, tc.name, err, byPolicy, tc.want)
-	}
 
 	// 3. Her own debug pod: read commands run; a command that writes, a
 	// shell, attach and ephemeral containers are refused.
@@ -387,5 +325,75 @@ func TestLivePolicyGuard(t *testing.T) {
 	// a dry run leaves nothing: no pod named *-guard was ever created.
 	if pods := kubectl(t, "get", "pods", "-A", "-o", "name"); strings.Contains(string(pods), "-guard") {
 		t.Errorf("a dry-run pod exists: %s", pods)
+	}
+}
+
+// refusedShapes: pods not of the plugin's shape, each refused by the
+// admission policy with its reason.
+func refusedShapes(t *testing.T) {
+	t.Helper()
+	const byPolicy = "ValidatingAdmissionPolicy 'kubectl-proxyrules-debug-pod'"
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]any)
+		want string
+	}{
+		{"a privileged pod", func(p map[string]any) {
+			sc := container(p)["securityContext"].(map[string]any)
+			sc["privileged"] = true
+			delete(sc, "allowPrivilegeEscalation")
+		}, "not privileged"},
+		{"a pod with a hostPath volume", func(p map[string]any) {
+			p["spec"].(map[string]any)["volumes"] = []any{map[string]any{"name": "root", "hostPath": map[string]any{"path": "/"}}}
+			container(p)["volumeMounts"] = []any{map[string]any{"name": "root", "mountPath": "/host"}}
+		}, "no volumes"},
+		{"a pod with the namespace's service account token", func(p map[string]any) {
+			delete(p["spec"].(map[string]any), "automountServiceAccountToken")
+		}, "no volumes"},
+		{"a pod reading a Secret into its env", func(p map[string]any) {
+			container(p)["env"] = []any{map[string]any{"name": "T", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}}}
+		}, "no env"},
+		{"a probe that runs a command", func(p map[string]any) {
+			container(p)["livenessProbe"] = map[string]any{"exec": map[string]any{"command": []any{"iptables", "-F"}}}
+		}, "probes"},
+		{"a shell instead of sleep", func(p map[string]any) {
+			container(p)["command"] = []any{"sh", "-c", "iptables -F; sleep 300"}
+		}, "only runs sleep"},
+		{"another image", func(p map[string]any) { container(p)["image"] = "docker.io/library/busybox" }, "is not listed in ConfigMap"},
+		{"another user's name", func(p map[string]any) {
+			p["metadata"].(map[string]any)["annotations"] = map[string]any{"proxyrules.kubectl.io/started-by": "bob"}
+		}, "your own user name"},
+		{"a day-long pod", func(p map[string]any) {
+			p["spec"].(map[string]any)["activeDeadlineSeconds"] = 86400
+			container(p)["command"] = []any{"sleep", "86400"}
+		}, "at most 3600"},
+		{"a pod without the plugin's label", func(p map[string]any) { p["metadata"].(map[string]any)["labels"] = map[string]any{} }, "managed-by"},
+		// The scheduling fields of the second review (issue 30, item 3).
+		{"a system-node-critical pod with huge requests", func(p map[string]any) {
+			p["spec"].(map[string]any)["priorityClassName"] = "system-node-critical"
+			container(p)["resources"] = map[string]any{"requests": map[string]any{"cpu": "64", "memory": "256Gi"}, "limits": map[string]any{"cpu": "64", "memory": "256Gi"}}
+		}, "no priority class of its own"},
+		{"huge requests", func(p map[string]any) {
+			container(p)["resources"] = map[string]any{"requests": map[string]any{"cpu": "1", "memory": "1Gi"}, "limits": map[string]any{"cpu": "1", "memory": "1Gi"}}
+		}, "requests of at most"},
+		{"no resources", func(p map[string]any) { delete(container(p), "resources") }, "CPU and memory limits"},
+		{"a GPU", func(p map[string]any) {
+			container(p)["resources"].(map[string]any)["limits"].(map[string]any)["example.com/gpu"] = "1"
+		}, "nothing else"},
+		{"a finalizer", func(p map[string]any) { p["metadata"].(map[string]any)["finalizers"] = []any{"example.com/keep"} }, "no finalizers"},
+		{"restartPolicy Always", func(p map[string]any) { p["spec"].(map[string]any)["restartPolicy"] = "Always" }, "restartPolicy Never"},
+		{"a host port", func(p map[string]any) {
+			container(p)["ports"] = []any{map[string]any{"containerPort": 2379, "hostPort": 2379}}
+		}, "no ports"},
+		{"a day-long grace period", func(p map[string]any) { p["spec"].(map[string]any)["terminationGracePeriodSeconds"] = 86400 }, "terminationGracePeriodSeconds 0"},
+		{"imagePullPolicy Never", func(p map[string]any) { container(p)["imagePullPolicy"] = "Never" }, "imagePullPolicy IfNotPresent or Always"},
+		{"an untagged image", func(p map[string]any) {
+			container(p)["image"] = "registry.k8s.io/kube-proxy"
+			delete(container(p), "imagePullPolicy")
+		}, "is not pinned"},
+		{"a :latest image", func(p map[string]any) { container(p)["image"] = "registry.k8s.io/kube-proxy:latest" }, "is not pinned"},
+	} {
+		_, err := asMember(debugPodJSON("refused", "alice", tc.edit), "create", "-f", "-")
+		refused(t, tc.name, err, byPolicy, tc.want)
 	}
 }
