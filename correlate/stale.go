@@ -61,7 +61,16 @@ type StaleElement struct {
 	Owner      string `json:"owner,omitempty"`
 	Referenced bool   `json:"referenced"`
 	Reason     string `json:"reason"`
+	// More, on the one item that closes a map's list past
+	// MaxStaleElementsListed: how many more stale elements it holds,
+	// counted but not listed (Element is then empty).
+	More int `json:"more,omitempty"`
 }
+
+// MaxStaleElementsListed bounds the stale elements listed per map or set:
+// a set can hold a million stale cluster IPs, and each listed costs a
+// finding; the rest are counted in one closing item.
+const MaxStaleElementsListed = 100
 
 // Stale is what FindStale finds.
 type Stale struct {
@@ -325,8 +334,10 @@ func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph)
 	}
 	var out []StaleElement
 	for _, m := range t.Maps {
+		list := staleList{out: out}
+		used := g != nil && mapUsed(t, m.Name, g)
 		for _, el := range m.Elements {
-			e := StaleElement{Family: fam, Table: t.Name, Map: m.Name, Element: elementText(el), Referenced: g != nil && mapUsed(t, m.Name, g)}
+			e := StaleElement{Family: fam, Table: t.Name, Map: m.Name, Referenced: used}
 			to := verdictTarget(el)
 			e.Owner = owner[to]
 			if el.Comment != nil && isServicePortName(*el.Comment) {
@@ -342,18 +353,51 @@ func staleElements(t *inspect.NFTTable, res *Result, objs *Objects, g *refGraph)
 			default:
 				continue
 			}
-			out = append(out, e)
+			if list.add() {
+				e.Element = elementText(el)
+				list.out = append(list.out, e)
+			}
 		}
+		out = list.close(StaleElement{Family: fam, Table: t.Name, Map: m.Name, Referenced: used})
 	}
 	if s := t.Set("cluster-ips"); s != nil {
+		list := staleList{out: out}
 		for _, el := range s.Elements {
-			if len(el.Key) == 1 && !ips[CanonicalIP(el.Key[0])] {
-				out = append(out, StaleElement{Family: fam, Table: t.Name, Map: "cluster-ips", Element: el.Key[0], Referenced: true,
+			if len(el.Key) == 1 && !ips[CanonicalIP(el.Key[0])] && list.add() {
+				list.out = append(list.out, StaleElement{Family: fam, Table: t.Name, Map: "cluster-ips", Element: el.Key[0], Referenced: true,
 					Reason: "a cluster IP no current Service has"})
 			}
 		}
+		out = list.close(StaleElement{Family: fam, Table: t.Name, Map: "cluster-ips", Referenced: true})
 	}
 	return out
+}
+
+// staleList lists the first MaxStaleElementsListed stale elements of one
+// map or set and counts the rest.
+type staleList struct {
+	out          []StaleElement
+	listed, more int
+}
+
+// add counts a stale element and says whether to list it.
+func (l *staleList) add() bool {
+	if l.listed < MaxStaleElementsListed {
+		l.listed++
+		return true
+	}
+	l.more++
+	return false
+}
+
+// close ends the list: past the bound, with one item counting the rest.
+func (l *staleList) close(more StaleElement) []StaleElement {
+	if l.more > 0 {
+		more.More = l.more
+		more.Reason = fmt.Sprintf("and %d more stale elements of %s, counted but not listed (the first %d are)", l.more, more.Map, MaxStaleElementsListed)
+		l.out = append(l.out, more)
+	}
+	return l.out
 }
 
 // mapUsed reports whether a reachable chain looks the map up.

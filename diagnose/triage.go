@@ -577,7 +577,12 @@ func staleFindings(s *StaleReport, add addRaw) {
 		if e.Referenced {
 			sev = SeverityError
 		}
-		add(&raw{Finding: Finding{Severity: sev, Area: "stale", Subject: e.Map + " " + e.Element}, tag: tagHarmful, family: kubeproxy.Family(e.Family)}, "%s", e.Reason)
+		// the item closing a long list (e.More) counts the rest: one finding
+		subject := e.Map
+		if e.Element != "" {
+			subject += " " + e.Element
+		}
+		add(&raw{Finding: Finding{Severity: sev, Area: "stale", Subject: subject}, tag: tagHarmful, family: kubeproxy.Family(e.Family)}, "%s", e.Reason)
 	}
 }
 
