@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -274,6 +275,7 @@ func (b *builder) dumpTable(g *dumpGroup) {
 	ld := dumpLoader{b: b, g: g, fake: knftables.NewFake(g.family, g.table), elems: dumpElemStore{}, touched: map[string]bool{}}
 	ld.loadObjects()
 	ld.loadElements()
+	ld.elems.dedupe()
 	ft := ld.fake.Table
 	if ft == nil {
 		b.warn("table %s %s: its `add table` line was rejected", g.family, g.table)
@@ -338,7 +340,19 @@ func (ld *dumpLoader) loadObjects() {
 // batches, and each batch is moved out of the Fake (harvest) before the
 // next one.
 func (ld *dumpLoader) loadElements() {
-	for i, l := range ld.g.lines[dumpPhaseElement] {
+	// The lines are let go as they are read, with their blocks of input:
+	// the rest moves to a smaller array each time it is half of its own.
+	lines := ld.g.lines[dumpPhaseElement]
+	ld.g.lines[dumpPhaseElement] = nil
+	size := len(lines)
+	for i := 0; len(lines) > 0; i++ {
+		l := lines[0]
+		lines[0] = dumpLine{}
+		lines = lines[1:]
+		if len(lines) >= 1024 && len(lines) <= size/2 {
+			lines = slices.Clone(lines)
+			size = len(lines)
+		}
 		_, rest := dumpWord(l.text) // add
 		_, rest = dumpWord(rest)    // element
 		_, rest = dumpWord(rest)    // family
@@ -453,29 +467,81 @@ func dumpSets(t *inspect.NFTTable, ft *knftables.FakeTable, g *dumpGroup, elems 
 // the cap of elements took 47 s in batches of 256, 17 s in batches of 32.
 const dumpElemBatch = 32
 
-// dumpElemStore collects the elements of each set and map, replacing an
-// element of the same key in place, as knftables' Fake does.
+// dumpElemStore collects the elements of each set and map; dedupe then
+// replaces an element of the same key in place, as knftables' Fake does.
 type dumpElemStore map[string]*dumpElemList
 
 type dumpElemList struct {
-	list  []*knftables.Element
-	index map[string]int
+	name string
+	list []*knftables.Element
 }
 
 func (st dumpElemStore) add(name string, in []*knftables.Element) {
 	l := st[name]
 	if l == nil {
-		l = &dumpElemList{index: map[string]int{}}
+		name = strings.Clone(name) // not the input's line
+		l = &dumpElemList{name: name}
 		st[name] = l
 	}
 	for _, e := range in {
-		k := strings.Join(e.Key, " . ")
-		if i, ok := l.index[k]; ok {
-			l.list[i] = e
-			continue
-		}
-		l.index[k] = len(l.list)
+		detachElement(e, l.name)
 		l.list = append(l.list, e)
+	}
+}
+
+// dedupe keeps, of the elements of one key, the last at the place of the
+// first. It sorts their places rather than index them by key: a map of a
+// set at the cap's keys cost some 40 MB more at the peak.
+func (st dumpElemStore) dedupe() {
+	for _, l := range st {
+		order := make([]int32, len(l.list))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := slices.Compare(l.list[a].Key, l.list[b].Key); c != 0 {
+				return c
+			}
+			return int(a - b)
+		})
+		dropped := false
+		for i := 0; i < len(order); {
+			j := i + 1
+			for j < len(order) && slices.Equal(l.list[order[i]].Key, l.list[order[j]].Key) {
+				j++
+			}
+			if j-i > 1 {
+				l.list[order[i]] = l.list[order[j-1]]
+				for _, k := range order[i+1 : j] {
+					l.list[k] = nil
+				}
+				dropped = true
+			}
+			i = j
+		}
+		if dropped {
+			l.list = slices.DeleteFunc(l.list, func(e *knftables.Element) bool { return e == nil })
+		}
+	}
+}
+
+// detachElement copies the strings of e that ParseDump cut out of the text
+// of e's whole batch, so that the element kept does not keep that text.
+func detachElement(e *knftables.Element, name string) {
+	for i := range e.Key {
+		e.Key[i] = strings.Clone(e.Key[i])
+	}
+	for i := range e.Value {
+		e.Value[i] = strings.Clone(e.Value[i])
+	}
+	if e.Comment != nil {
+		c := strings.Clone(*e.Comment)
+		e.Comment = &c
+	}
+	if e.Set != "" {
+		e.Set = name
+	} else {
+		e.Map = name
 	}
 }
 
@@ -486,14 +552,14 @@ func (st dumpElemStore) get(name string) []*knftables.Element {
 	return nil
 }
 
+// dumpElements sets the family and table of the elements, in place: they
+// were moved out of the Fake and are the store's alone (a copy of a set at
+// the cap cost 1M more elements).
 func dumpElements(in []*knftables.Element, t *inspect.NFTTable) []*knftables.Element {
-	out := make([]*knftables.Element, 0, len(in))
 	for _, e := range in {
-		c := *e
-		c.Family, c.Table = t.Family, t.Name
-		out = append(out, &c)
+		e.Family, e.Table = t.Family, t.Name
 	}
-	return out
+	return in
 }
 
 // dumpParse feeds lines to fake.ParseDump. ParseDump is all or nothing, so
