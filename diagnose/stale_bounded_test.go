@@ -70,7 +70,7 @@ func TestStaleElementsBounded(t *testing.T) {
 					switch {
 					case f.Area == "stale" && f.Subject == "cluster-ips":
 						more++
-						if f.Severity != diagnose.SeverityError || !strings.Contains(f.Message, fmt.Sprintf("and %d more", tc.more)) {
+						if f.Severity != diagnose.SeverityError || f.Count != tc.more || !strings.Contains(f.Message, fmt.Sprintf("and %d more", tc.more)) {
 							t.Errorf("closing finding %+v", f)
 						}
 					case f.Area == "stale" && strings.HasPrefix(f.Subject, "cluster-ips 10.99."):
@@ -89,11 +89,13 @@ func TestStaleElementsBounded(t *testing.T) {
 }
 
 // allFindings are the findings and the symptoms under them.
-func allFindings(rep *diagnose.TriageReport) []diagnose.Symptom {
-	var out []diagnose.Symptom
+func allFindings(rep *diagnose.TriageReport) []diagnose.Finding {
+	var out []diagnose.Finding
 	for _, f := range rep.Findings {
-		out = append(out, diagnose.Symptom{Severity: f.Severity, Area: f.Area, Subject: f.Subject, Message: f.Message})
-		out = append(out, f.Symptoms...)
+		out = append(out, f)
+		for _, s := range f.Symptoms {
+			out = append(out, diagnose.Finding{Severity: s.Severity, Area: s.Area, Subject: s.Subject, Message: s.Message})
+		}
 	}
 	return out
 }

@@ -31,6 +31,9 @@ type Finding struct {
 	// Problem*) and the endpoints it names.
 	Kind      string   `json:"kind,omitempty"`
 	Endpoints []string `json:"endpoints,omitempty"`
+	// Count, on a finding that stands for many alike (the stale elements
+	// of a set past those listed): how many.
+	Count int `json:"count,omitempty"`
 }
 
 // Symptom is a finding explained by its cause.
@@ -582,7 +585,7 @@ func staleFindings(s *StaleReport, add addRaw) {
 		if e.Element != "" {
 			subject += " " + e.Element
 		}
-		add(&raw{Finding: Finding{Severity: sev, Area: "stale", Subject: subject}, tag: tagHarmful, family: kubeproxy.Family(e.Family)}, "%s", e.Reason)
+		add(&raw{Finding: Finding{Severity: sev, Area: "stale", Subject: subject, Count: e.More}, tag: tagHarmful, family: kubeproxy.Family(e.Family)}, "%s", e.Reason)
 	}
 }
 
