@@ -102,7 +102,10 @@ func TestLiveConntrack(t *testing.T) {
 		{name: "gone", ports: []svcPort{{name: "dns", port: 53, target: 5353, proto: "UDP"}}, eps: []endpoint{{ip: "10.244.1.51", node: node}}},
 	}, ns)
 	createObjects(t, namespaceObjects(ns)...)
-	defer run(nil, "kubectl", "delete", "namespace", ns, "--wait=false")
+	// Its Service is deleted at the end (a namespace is never, with no
+	// controller-manager): other tests check that every chain belongs to
+	// a Service they made, which is also why this file sorts last.
+	defer run(nil, "kubectl", "-n", ns, "delete", "service,endpointslice", "--all", "--wait=false")
 	marks := markAll(t)
 	objs, svcEvents, sliceEvents := objectsOf(defs)
 	createObjects(t, objs...)
