@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,10 +83,20 @@ func checkGuard(ctx context.Context, client kubernetes.Interface, spec *corev1.P
 		return ctx.Err()
 	case apierrors.IsForbidden(err) && isRBAC(err), apierrors.IsNotFound(err):
 		return nil // the real create says what is missing
-	case apierrors.IsForbidden(err), apierrors.IsInvalid(err):
+	case apierrors.IsForbidden(err), apierrors.IsInvalid(err) && byAdmission(err):
 		return nil // refused: something guards the namespace
 	}
+	// Anything else (the probe invalid before admission was asked, a
+	// server error) says nothing of a guard: not taken as one.
 	return apiError(err, "create (dry run)", "pods", spec.Namespace, "check that the admission policy guards the debug namespace")
+}
+
+// byAdmission: an Invalid refusal came from an admission policy or
+// webhook (a policy may answer with reason Invalid), not from the API's
+// field validation.
+func byAdmission(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "ValidatingAdmissionPolicy") || strings.Contains(msg, "admission webhook")
 }
 
 // privilegedVariant is spec as a privileged container: what the policy

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -69,6 +70,10 @@ func TestGuardCheck(t *testing.T) {
 			refuse: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New(`User "bob" cannot create resource "pods" in API group "" in the namespace "kubectl-proxyrules"`))},
 		{name: "no such namespace: the real create says so", pods: []*corev1.Pod{spec},
 			refuse: apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "kubectl-proxyrules")},
+		{name: "a policy refuses with reason Invalid", pods: []*corev1.Pod{spec},
+			refuse: apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{field.Invalid(field.NewPath("spec"), "", "ValidatingAdmissionPolicy 'x' denied request")})},
+		{name: "the probe invalid before admission: no guard seen", pods: []*corev1.Pod{spec},
+			refuse: apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}), want: "spec.containers"},
 		{name: "the API server fails", pods: []*corev1.Pod{spec},
 			refuse: apierrors.NewInternalError(errors.New("etcd is down")), want: "etcd is down"},
 	} {
