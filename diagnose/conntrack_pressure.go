@@ -126,14 +126,20 @@ func (rep *ConntrackReport) maxLowered(n *Node, in ConntrackInputs, max int64, o
 		rep.NotChecked = append(rep.NotChecked, Gap{Check: "nf_conntrack_max against what kube-proxy's conntrack.maxPerCore and min set",
 			Reason: "kube-proxy's conntrack configuration was not given", Remedy: "--from-config with its conntrack section"})
 		return
-	case cpus <= 0:
-		rep.NotChecked = append(rep.NotChecked, Gap{Check: "nf_conntrack_max against what kube-proxy's conntrack.maxPerCore sets",
-			Reason: "the node's CPU count is not known", Remedy: "--from-objects with the Node (kubectl get nodes -o json)"})
-		return
 	}
 	floor := int64(0)
 	if in.Min != nil {
 		floor = int64(*in.Min)
+	}
+	if cpus <= 0 {
+		// The counters have a row per possible CPU, at least the CPUs
+		// kube-proxy counts (online): what they would set is a bound.
+		if rows := statsCPUs(in); rows > 0 && max >= KubeProxyConntrackMax(int64(*in.MaxPerCore), floor, rows) {
+			return
+		}
+		rep.NotChecked = append(rep.NotChecked, Gap{Check: "nf_conntrack_max against what kube-proxy's conntrack.maxPerCore sets",
+			Reason: "the node's CPU count is not known", Remedy: "--from-objects with the Node (kubectl get nodes -o json)"})
+		return
 	}
 	want := KubeProxyConntrackMax(int64(*in.MaxPerCore), floor, cpus)
 	if want == 0 || max >= want {
@@ -144,6 +150,16 @@ func (rep *ConntrackReport) maxLowered(n *Node, in ConntrackInputs, max int64, o
 		Evidence:    fmt.Sprintf("%s = %d; kube-proxy: maxPerCore %d × %d CPUs, min %d → %d", conntrack.SysctlMax, max, *in.MaxPerCore, cpus, floor, want),
 		Consequence: "the table fills sooner than kube-proxy's configuration allows for; kube-proxy raises it only when it starts",
 		Remedy:      fmt.Sprintf("sysctl -w %s=%d (and find who lowered it: a sysctl.d file, a DaemonSet), or restart kube-proxy", conntrack.SysctlMax, want)})
+}
+
+// statsCPUs is the rows of the counters read: the node's possible CPUs.
+func statsCPUs(in ConntrackInputs) int {
+	for _, st := range []*conntrack.Stats{in.After, in.Before} {
+		if st != nil && len(st.CPUs) > 0 {
+			return len(st.CPUs)
+		}
+	}
+	return 0
 }
 
 // nodeCPUs is the Node object's CPU capacity, 0 when unknown (kube-proxy

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // conntrackStats copies the counters' reads into a folder with their
@@ -55,7 +56,7 @@ func TestConntrackGolden(t *testing.T) {
 		kinds  []string
 	}{
 		{"conntrack-healthy.txt", []string{"--from-conntrack", c + "healthy-table.txt", "--from-sysctls", c + "sysctls-healthy.txt"},
-			[]string{"stats-1.txt", "stats-2.txt"}, ExitIncomplete, nil},
+			[]string{"stats-1.txt", "stats-2.txt"}, ExitHealthy, nil},
 		{"conntrack-faults.txt", []string{"--from-conntrack", c + "faulty-table.txt", "--from-sysctls", c + "sysctls-faulty.txt"},
 			[]string{"stats-1.txt", "stats-2-drops.txt"}, ExitProblems,
 			[]string{diagnose.ConntrackStale, diagnose.ConntrackDrops, diagnose.ConntrackForwarding, diagnose.ConntrackStalePending,
@@ -99,5 +100,33 @@ func TestConntrackWithoutRules(t *testing.T) {
 	}
 	if _, _, err = runCmd(t, nil, append([]string{"triage"}, args...)...); err == nil || !strings.Contains(err.Error(), "the inputs hold no ruleset") {
 		t.Errorf("triage without rules: %v, want the inputs hold no ruleset", err)
+	}
+}
+
+// A live read whose grep matched no entry (a quiet node) leaves an empty
+// table file in the bundle: that is a table read and empty, not a table
+// not read (which would make every quiet node INCOMPLETE).
+func TestConntrackEmptyTableInBundle(t *testing.T) {
+	const f = "../testdata/fixtures/small-v1.37/"
+	dir := t.TempDir()
+	writeBundle(t, dir, [][2]string{
+		{f + "iptables/save-nft-ipv4.txt", collect.KindRuleset},
+		{f + "objects.json", collect.KindObjects},
+		{"testdata/conntrack/empty-table.txt", collect.KindConntrack},
+		{"testdata/conntrack/sysctls-healthy.txt", collect.KindSysctls},
+	})
+	out, errOut, err := runCmd(t, nil, "conntrack", "--from-bundle", dir, "-o", "json")
+	exitOf(t, err, errOut)
+	var rep diagnose.ConntrackReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Facts == nil || rep.Facts.Read != 0 {
+		t.Errorf("facts %+v, want an empty table read", rep.Facts)
+	}
+	for _, g := range rep.NotChecked {
+		if strings.Contains(g.Reason, "table was not read") {
+			t.Errorf("empty table taken as not read: %+v", g)
+		}
 	}
 }

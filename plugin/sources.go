@@ -121,7 +121,9 @@ func (s *inputSet) addBundle(b *collect.Bundle) {
 		s.node = m.Node
 	}
 	for _, f := range m.Files {
-		if f.Bytes == 0 {
+		// An empty conntrack table read without error is a table with no
+		// Service entry: read, unlike an empty file of another kind.
+		if f.Bytes == 0 && (f.Kind != collect.KindConntrack || f.Error != "") {
 			continue
 		}
 		var list *[]string
