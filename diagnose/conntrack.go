@@ -47,6 +47,9 @@ type ConntrackReport struct {
 	// Facts are the table joined with the Services (nil without a table).
 	Facts    *correlate.ConntrackFacts `json:"facts,omitempty"`
 	Problems []ConntrackProblem        `json:"problems"`
+	// Summary is the report in a few numbers (triage's line, a sweep's
+	// columns).
+	Summary ConntrackSummary `json:"summary"`
 	// Status: problems when an error or warning was found; incomplete
 	// when an input was missing (NotChecked).
 	Status     Status `json:"status"`
@@ -107,6 +110,7 @@ func Conntrack(n *Node, in ConntrackInputs) *ConntrackReport {
 	}
 	rep.pressure(n, in)
 	rep.settings(n, in, mode)
+	rep.summarize(in)
 	sort.SliceStable(rep.Problems, func(i, j int) bool { return rep.Problems[i].Severity.rank() < rep.Problems[j].Severity.rank() })
 	problems := false
 	for _, p := range rep.Problems {
@@ -168,7 +172,11 @@ func (rep *ConntrackReport) staleProblems(n *Node) {
 		}
 		deleted = deleted || g.Deleted && g.Stale > 0
 		for _, s := range g.ByCause {
-			rep.add(staleProblem(g, s, partial))
+			p := staleProblem(g, s, partial)
+			if p.Kind == ConntrackStale || p.Kind == ConntrackStalePending {
+				rep.Summary.StaleUDP += s.Entries
+			}
+			rep.add(p)
 		}
 	}
 	if partial && deleted {

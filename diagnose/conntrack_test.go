@@ -105,6 +105,13 @@ type ctCase struct {
 
 func (c ctCase) run(t *testing.T) *diagnose.ConntrackReport {
 	t.Helper()
+	n, in := c.node(t)
+	return diagnose.Conntrack(n, in)
+}
+
+// node is the case's node and its conntrack readings.
+func (c ctCase) node(t *testing.T) (*diagnose.Node, diagnose.ConntrackInputs) {
+	t.Helper()
 	dir := filepath.Join(fixture.Root, "small-v1.37")
 	files := []string{"iptables/save-nft-ipv4.txt", "iptables/save-nft-ipv6.txt"}
 	cfgFile := "configz-iptables.json"
@@ -159,7 +166,7 @@ func (c ctCase) run(t *testing.T) *diagnose.ConntrackReport {
 	}
 	n := &diagnose.Node{Name: "node-a", Ruleset: rs, Objects: objs, Config: cfg,
 		Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.10"), netip.MustParseAddr("fd00::10")}}
-	return diagnose.Conntrack(n, in)
+	return n, in
 }
 
 func describe(rep *diagnose.ConntrackReport) string {
@@ -211,16 +218,19 @@ func logsNodePortAtZero(o *correlate.Objects) {
 
 func i32(v int32) *int32 { return &v }
 
-// Each fault injected alone, and its verdict.
-func TestConntrackFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		c        ctCase
-		kind     string
-		severity diagnose.Severity
-		message  string
-		command  string
-	}{
+// conntrackFault is one fault injected alone into small-v1.37's node, and
+// its verdict.
+type conntrackFault struct {
+	name     string
+	c        ctCase
+	kind     string
+	severity diagnose.Severity
+	message  string
+	command  string
+}
+
+func conntrackFaults(t *testing.T) []conntrackFault {
+	return []conntrackFault{
 		{name: "UDP to a deleted Service", c: ctCase{objects: deleteLogs},
 			kind: diagnose.ConntrackStale, severity: diagnose.SeverityError, message: "1 UDP entry to 10.96.30.1:514 (a cluster IP no Service has): answered by no serving endpoint (10.244.2.101); deleted Service: not cleaned before #141371",
 			command: "conntrack -D -p udp --orig-dst 10.96.30.1 --orig-port-dst 514 --reply-src 10.244.2.101"},
@@ -260,7 +270,12 @@ func TestConntrackFaults(t *testing.T) {
 			kind: diagnose.ConntrackPortRange, severity: diagnose.SeverityWarning, message: "2 NodePorts inside the ephemeral port range 32000-60999: 32001 (healthCheckNodePort of shop/ingress), 32002 (healthCheckNodePort of shop/reports)"},
 		{name: "tcp_be_liberal reset", c: ctCase{config: func(c *kpconfig.Config) { c.ConntrackTCPBeLiberal = true }},
 			kind: diagnose.ConntrackTCPBeLiberal, severity: diagnose.SeverityWarning, message: "kube-proxy's configuration sets tcp_be_liberal, but the node has it off"},
-	} {
+	}
+}
+
+// Each fault injected alone, and its verdict.
+func TestConntrackFaults(t *testing.T) {
+	for _, tc := range conntrackFaults(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := tc.c.run(t)
 			if len(rep.Problems) != 1 {

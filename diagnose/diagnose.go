@@ -50,6 +50,10 @@ type Node struct {
 	// stale, triage's Services) to the Services it accepts: -n, -l.
 	// Chains no current or former Service owns are left out then.
 	Select func(namespace, name string) bool
+	// Kernel is the node's conntrack state beside the rules (table,
+	// counters, sysctls); nil when none was read. Triage judges it
+	// (diagnose.Conntrack) or says it was not checked.
+	Kernel *ConntrackInputs
 
 	res *correlate.Result
 }

@@ -40,23 +40,29 @@ type SweepGroup struct {
 // SweepRow is one node of a sweep. Fields a command does not compute are
 // left out (nil).
 type SweepRow struct {
-	Node             string   `json:"node"`
-	Status           Status   `json:"status"`
-	Mode             string   `json:"mode,omitempty"`
-	Backend          string   `json:"backend,omitempty"`
-	LargeClusterMode *bool    `json:"largeClusterMode,omitempty"`
-	Stale            *int     `json:"stale,omitempty"`
-	Harmful          *int     `json:"harmful,omitempty"`
-	MissingEndpoints *int     `json:"missingEndpoints,omitempty"`
-	ExtraEndpoints   *int     `json:"extraEndpoints,omitempty"`
-	Masquerade       string   `json:"masquerade,omitempty"`
-	Drift            *int     `json:"drift,omitempty"`
-	Errors           *int     `json:"errors,omitempty"`
-	Warnings         *int     `json:"warnings,omitempty"`
-	Seconds          float64  `json:"seconds"`
-	Error            string   `json:"error,omitempty"`
-	Reason           string   `json:"reason,omitempty"`
-	causes           []string // keys into the causes, for Summary
+	Node             string `json:"node"`
+	Status           Status `json:"status"`
+	Mode             string `json:"mode,omitempty"`
+	Backend          string `json:"backend,omitempty"`
+	LargeClusterMode *bool  `json:"largeClusterMode,omitempty"`
+	Stale            *int   `json:"stale,omitempty"`
+	Harmful          *int   `json:"harmful,omitempty"`
+	MissingEndpoints *int   `json:"missingEndpoints,omitempty"`
+	ExtraEndpoints   *int   `json:"extraEndpoints,omitempty"`
+	Masquerade       string `json:"masquerade,omitempty"`
+	Drift            *int   `json:"drift,omitempty"`
+	// ConntrackUse is the conntrack table's use in percent, StaleUDP its
+	// stale UDP entries of Services, KernelSettings the settings that
+	// break Services (conntrack_sweep.go).
+	ConntrackUse   *int64   `json:"conntrackUsePercent,omitempty"`
+	StaleUDP       *int     `json:"staleUDP,omitempty"`
+	KernelSettings *int     `json:"kernelSettings,omitempty"`
+	Errors         *int     `json:"errors,omitempty"`
+	Warnings       *int     `json:"warnings,omitempty"`
+	Seconds        float64  `json:"seconds"`
+	Error          string   `json:"error,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
+	causes         []string // keys into the causes, for Summary
 }
 
 // SweepCause is one cause found on several nodes.
@@ -109,6 +115,9 @@ func (s *Sweep) Add(node string, report any, seconds float64) {
 		}
 	case *ServiceExplanation:
 		a.explanation(r)
+	case *ConntrackReport:
+		a.row.Status = r.Status
+		a.conntrack(r)
 	}
 	s.rows = append(s.rows, a.row)
 }
@@ -176,6 +185,9 @@ func (a *sweepAdd) triage(r *TriageReport) {
 		row.LargeClusterMode = r.Counts.LargeClusterMode.FromDump
 	}
 	row.Backend = backendsOf(r.Masquerade)
+	if r.Conntrack != nil {
+		a.conntrackColumns(r.Conntrack) // its causes are triage's findings
+	}
 }
 
 func (a *sweepAdd) stale(r *StaleReport) {

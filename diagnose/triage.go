@@ -34,6 +34,11 @@ type Finding struct {
 	// Count, on a finding that stands for many alike (the stale elements
 	// of a set past those listed): how many.
 	Count int `json:"count,omitempty"`
+	// Evidence is what was read that shows it, and Commands what would
+	// clear it (conntrack -D, printed, never run), where the diagnosis
+	// gives them.
+	Evidence string   `json:"evidence,omitempty"`
+	Commands []string `json:"commands,omitempty"`
 }
 
 // Symptom is a finding explained by its cause.
@@ -71,6 +76,9 @@ type TriageReport struct {
 	Stale      *StaleReport     `json:"stale"`
 	Masquerade []MasqReport     `json:"masquerade"`
 	Counts     *RuleCounts      `json:"counts"`
+	// Conntrack is the node's conntrack table, counters and kernel
+	// settings judged (nil when they were not read: NotChecked says so).
+	Conntrack *ConntrackReport `json:"conntrack"`
 }
 
 // A finding before it is grouped by cause: what it is about, so that a
@@ -142,9 +150,10 @@ func Triage(n *Node) *TriageReport {
 	if len(n.Metrics) > 0 {
 		countsFindings(rep, f.add)
 	}
+	kernelGaps := conntrackFindings(n, rep, f.add)
 
 	rep.Findings = nonNil(groupByCause(n, rep, f.raws))
-	concludeTriage(n, rep, walkGaps)
+	concludeTriage(n, rep, append(walkGaps, kernelGaps...))
 	return rep
 }
 

@@ -42,6 +42,10 @@ func node(t *testing.T, dir string, form fixture.Form) *diagnose.Node {
 			t.Fatal(err)
 		}
 		n.Config = cfg
+		n.Kernel = healthyKernel(t)
+		n.Kernel.MaxPerCore, n.Kernel.Min = cfg.Conntrack.MaxPerCore, cfg.Conntrack.Min
+	} else {
+		n.Kernel = healthyKernel(t)
 	}
 	return n
 }

@@ -111,6 +111,11 @@ func TestFromBundleOldMetrics(t *testing.T) {
 			{churnFixture + "objects.json", collect.KindObjects},
 			{churnFixture + "metrics-iptables.txt", collect.KindMetrics},
 			{churnFixture + "kube-proxy-configmap-iptables.yaml", collect.KindConfig},
+			// the kernel state as collect reads it: nothing wrong there
+			{"testdata/conntrack/empty-table.txt", collect.KindConntrack},
+			{"testdata/conntrack/stats-1.txt", collect.KindConntrackStats},
+			{"testdata/conntrack/stats-2.txt", collect.KindConntrackStats},
+			{"testdata/conntrack/sysctls-healthy.txt", collect.KindSysctls},
 		})
 		b, err := collect.OpenBundle(context.Background(), dir, collect.DefaultLimits)
 		if err != nil {

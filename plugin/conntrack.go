@@ -74,7 +74,7 @@ func (o *ConntrackOptions) Run() error {
 	req := o.request()
 	req.Kernel, req.KernelOnly = true, true // the table, counters and sysctls alone will do
 	return o.runRequest(req, func(l *Loaded) (built, error) {
-		rep := diagnose.Conntrack(l.Node, conntrackInputs(l))
+		rep := diagnose.Conntrack(l.Node, conntrackInputs(l)) // also when nothing was read: it says so
 		return built{report: rep, status: rep.Status, notChecked: rep.NotChecked,
 			render: func(out io.Writer, t *Terminal) error { return renderConntrack(out, t, rep) },
 			rows: func() rows {
@@ -177,4 +177,25 @@ func prefixes(f *correlate.ConntrackFacts) string {
 		s = append(s, p.String())
 	}
 	return strings.Join(s, ", ")
+}
+
+// conntrackLine is triage's line on the conntrack state: the table's use,
+// the stale UDP entries, the settings in the way; or that it was not read.
+func conntrackLine(rep *diagnose.ConntrackReport) string {
+	if rep == nil {
+		return "conntrack: not read (see not checked)"
+	}
+	s := rep.Summary
+	use := "table size not read"
+	if s.Count != nil && s.Max != nil {
+		use = fmt.Sprintf("%d of %d entries", *s.Count, *s.Max)
+		if s.UsePercent != nil {
+			use += fmt.Sprintf(" (%d%%)", *s.UsePercent)
+		}
+	}
+	entries := "entries"
+	if s.StaleUDP == 1 {
+		entries = "entry"
+	}
+	return fmt.Sprintf("conntrack: %s, %d stale UDP %s of Services, %s in the way", use, s.StaleUDP, entries, count(s.Settings, "kernel setting"))
 }

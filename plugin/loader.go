@@ -144,6 +144,10 @@ func (ld *Loader) describeNode(req Request, set *inputSet, l *Loaded) {
 			l.Node.Scope = l.Collected.Scope
 		}
 	}
+	if l.Conntrack != nil || len(l.ConntrackStats) > 0 || l.Sysctls != nil {
+		in := conntrackInputs(l)
+		l.Node.Kernel = &in
+	}
 	l.Node.At, l.Node.AtSource = evidenceTime(req, l)
 	l.Node.Select = req.Select.filter(l.Objects)
 	if l.Node.Name == "" {

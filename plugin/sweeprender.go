@@ -110,7 +110,7 @@ func renderServiceSweep(out io.Writer, t *Terminal, s *diagnose.SweepSummary) {
 // across nodes.
 func renderSweepTable(out io.Writer, t *Terminal, s *diagnose.SweepSummary) {
 	st := t.styles()
-	headers := []string{"NODE", "STATUS", "MODE", "BACKEND", "LARGE", "STALE", "HARMFUL", "MISSING", "EXTRA", "MASQ", "DRIFT", "TIME"}
+	headers := []string{"NODE", "STATUS", "MODE", "BACKEND", "LARGE", "STALE", "HARMFUL", "MISSING", "EXTRA", "MASQ", "DRIFT", "CT-USE", "CT-STALE", "SYSCTL", "TIME"}
 	rows := make([][]string, 0, len(s.Rows))
 	for _, r := range s.Rows {
 		status := string(r.Status)
@@ -118,9 +118,10 @@ func renderSweepTable(out io.Writer, t *Terminal, s *diagnose.SweepSummary) {
 			status = "not read"
 		}
 		rows = append(rows, []string{r.Node, status, r.Mode, r.Backend, boolCell(r.LargeClusterMode), intCell(r.Stale), intCell(r.Harmful),
-			intCell(r.MissingEndpoints), intCell(r.ExtraEndpoints), r.Masquerade, intCell(r.Drift), seconds(r.Seconds)})
+			intCell(r.MissingEndpoints), intCell(r.ExtraEndpoints), r.Masquerade, intCell(r.Drift),
+			percentCell(r.ConntrackUse), intCell(r.StaleUDP), intCell(r.KernelSettings), seconds(r.Seconds)})
 	}
-	headers, rows = fitColumns(headers, rows, t.Width, "BACKEND", "LARGE", "TIME", "HARMFUL", "MASQ", "MODE")
+	headers, rows = fitColumns(headers, rows, t.Width, "BACKEND", "LARGE", "TIME", "HARMFUL", "MASQ", "MODE", "SYSCTL", "CT-USE")
 	status := -1
 	for i, h := range headers {
 		if h == "STATUS" {
@@ -162,6 +163,13 @@ func intCell(v *int) string {
 		return ""
 	}
 	return strconv.Itoa(*v)
+}
+
+func percentCell(v *int64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*v, 10) + "%"
 }
 
 func boolCell(v *bool) string {

@@ -120,7 +120,9 @@ type TriageOptions struct{ analysisOptions }
 
 // Run runs every diagnosis; the status gives the exit status.
 func (o *TriageOptions) Run() error {
-	return o.run(func(l *Loaded) (built, error) {
+	req := o.request()
+	req.Kernel = true // the conntrack table, its counters and the sysctls beside the rules
+	return o.runRequest(req, func(l *Loaded) (built, error) {
 		rep := diagnose.Triage(l.Node)
 		return built{report: rep, status: rep.Status,
 			render: func(out io.Writer, t *Terminal) error { return renderTriage(out, t, rep) },
@@ -182,6 +184,7 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 			}
 		}
 	}
+	fmt.Fprintln(out, wrapIndent(conntrackLine(rep.Conntrack), t.Width, 2))
 	for _, f := range rep.Findings {
 		fmt.Fprintln(out)
 		label := severityStyle(st, f.Severity).Render(fmt.Sprintf("%-7s", strings.ToUpper(string(f.Severity))))
@@ -191,8 +194,14 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		}
 		fmt.Fprintf(out, "%s %s\n", label, wrapIndent(st.header.Render(head), t.Width-8, 8))
 		fmt.Fprintln(out, "        "+wrapIndent(f.Message, t.Width-8, 8))
+		if f.Evidence != "" {
+			fmt.Fprintln(out, "        "+wrapIndent(st.dim.Render("evidence: ")+f.Evidence, t.Width-8, 8))
+		}
 		if f.Remedy != "" {
 			fmt.Fprintln(out, "        "+wrapIndent(st.good.Render("fix: ")+f.Remedy, t.Width-8, 8))
+		}
+		for _, c := range f.Commands {
+			fmt.Fprintln(out, "          "+st.dim.Render(c))
 		}
 		if n := len(f.Symptoms); n > 0 {
 			fmt.Fprintf(out, "        %s\n", st.dim.Render(fmt.Sprintf("%d symptom%s:", n, plural(n))))

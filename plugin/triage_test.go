@@ -22,7 +22,8 @@ func TestDiagnosesGolden(t *testing.T) {
 	}{
 		{"triage-churn.txt", []string{"triage", "--from-dump", churn + "iptables/save-nft-ipv4.txt", "--from-dump", churn + "iptables/save-nft-ipv6.txt",
 			"--from-metrics", churn + "metrics-iptables.txt", "--from-objects", churn + "objects.json", "--from-config", churn + "kube-proxy-configmap-iptables.yaml",
-			"--node", "node-a", "--at", churnAt}, ExitHealthy},
+			"--node", "node-a", "--at", churnAt, "--from-conntrack", "testdata/conntrack/empty-table.txt", "--from-sysctls", "testdata/conntrack/sysctls-healthy.txt",
+			"--from-conntrack-stats", "testdata/conntrack/stats-1.txt", "--from-conntrack-stats", "testdata/conntrack/stats-2.txt"}, ExitHealthy},
 		{"triage-churn-incomplete.txt", []string{"triage", "--from-dump", churn + "iptables/save-nft-ipv4.txt",
 			"--from-metrics", churn + "metrics-iptables.txt", "--from-objects", churn + "objects.json"}, ExitIncomplete},
 		{"triage-sync-failure.txt", []string{"triage", "--from-dump", sync + "iptables/save-nft-ipv4.txt", "--from-dump", sync + "iptables/save-nft-ipv6.txt",
