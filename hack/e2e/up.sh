@@ -196,6 +196,9 @@ for n in "${NETNS[@]}"; do
 	ip -n "$n" addr add "${NETNS_IP[$n]}/24" dev eth0
 	ip -n "$n" link set lo up
 	ip -n "$n" link set eth0 up
+	# Forwarding on, as every real node has it (Services to pods need it;
+	# the plugin's triage reads it and would call it off).
+	ip netns exec "$n" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
 done
 # No default route in the namespaces: nothing they send can leave the /24.
 
