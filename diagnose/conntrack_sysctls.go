@@ -40,6 +40,7 @@ func (rep *ConntrackReport) settings(n *Node, in ConntrackInputs, mode kubeproxy
 	rep.routeLocalnet(n, in, s, mode)
 	rep.portRange(n, s)
 	rep.beLiberal(n, s, mode)
+	rep.ipvs(s, mode)
 }
 
 // zeroSetting is a setting read as 0; missing says whether it was not read.

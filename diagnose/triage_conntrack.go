@@ -30,7 +30,7 @@ func conntrackFindings(n *Node, rep *TriageReport, add addRaw) []Gap {
 // conntrackArea: the settings are the kernel's, the rest the table's.
 func conntrackArea(kind string) string {
 	switch kind {
-	case ConntrackForwarding, ConntrackBridgeNF, ConntrackRouteLocalnet, ConntrackPortRange, ConntrackTCPBeLiberal:
+	case ConntrackForwarding, ConntrackBridgeNF, ConntrackRouteLocalnet, ConntrackPortRange, ConntrackTCPBeLiberal, ConntrackIPVSSettings:
 		return "kernel"
 	}
 	return "conntrack"
@@ -69,6 +69,11 @@ func conntrackTitle(p ConntrackProblem) string {
 		return "NodePorts inside ip_local_port_range (#111823)"
 	case ConntrackTCPBeLiberal:
 		return "tcp_be_liberal differs from kube-proxy's configuration"
+	case ConntrackIPVSSettings:
+		if p.Subject == "ip_vs" {
+			return "IPVS mode without the ip_vs module"
+		}
+		return p.Subject + " is not as kube-proxy's IPVS mode sets it"
 	}
 	return strings.TrimSpace("conntrack " + p.Subject + ": " + firstClause(p.Message))
 }

@@ -117,4 +117,11 @@ in_ns sh -c 'grep -H . \
 	/proc/sys/net/ipv4/ip_local_reserved_ports \
 	/proc/sys/net/ipv4/conf/all/rp_filter \
 	/proc/sys/net/ipv4/conf/default/rp_filter' >"$OUT/sysctls.txt" 2>&1 || true
+# IPVS mode's settings, read after the others (they were added later): the
+# files exist only while ip_vs is loaded, else grep's error is the line
+in_ns sh -c 'grep -H . \
+	/proc/sys/net/ipv4/vs/conntrack \
+	/proc/sys/net/ipv4/vs/expire_nodest_conn \
+	/proc/sys/net/ipv4/vs/expire_quiescent_template \
+	/proc/sys/net/ipv4/vs/conn_reuse_mode' >>"$OUT/sysctls.txt" 2>&1 || true
 echo "gen-conntrack-fixtures: wrote $OUT" >&2

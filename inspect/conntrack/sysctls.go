@@ -40,13 +40,20 @@ const (
 	SysctlLocalReservedPorts = "net.ipv4.ip_local_reserved_ports"
 	SysctlRPFilterAll        = "net.ipv4.conf.all.rp_filter"
 	SysctlRPFilterDefault    = "net.ipv4.conf.default.rp_filter"
+	// IPVS mode's: kube-proxy sets them at start (pkg/proxy/ipvs/proxier.go);
+	// the files exist only while ip_vs is loaded.
+	SysctlIPVSConntrack        = "net.ipv4.vs.conntrack"
+	SysctlIPVSExpireNodestConn = "net.ipv4.vs.expire_nodest_conn"
+	SysctlIPVSExpireQuiescent  = "net.ipv4.vs.expire_quiescent_template"
+	SysctlIPVSConnReuseMode    = "net.ipv4.vs.conn_reuse_mode"
 )
 
 // SysctlNames are the settings a bundle holds, in the order read.
 var SysctlNames = []string{SysctlCount, SysctlMax, SysctlBuckets, SysctlUDPTimeout, SysctlUDPTimeoutStream,
 	SysctlTCPTimeoutEstab, SysctlTCPBeLiberal, SysctlIPForward, SysctlIPv6Forwarding, SysctlRouteLocalnet,
 	SysctlBridgeIPTables, SysctlBridgeIP6Tables, SysctlLocalPortRange, SysctlLocalReservedPorts,
-	SysctlRPFilterAll, SysctlRPFilterDefault}
+	SysctlRPFilterAll, SysctlRPFilterDefault,
+	SysctlIPVSConntrack, SysctlIPVSExpireNodestConn, SysctlIPVSExpireQuiescent, SysctlIPVSConnReuseMode}
 
 // BundleCommand is the command that writes a sysctl bundle on a node with
 // only grep (run with stderr kept: a missing file's message is how Absent
@@ -66,7 +73,7 @@ func SysctlPath(name string) string {
 
 const sysctlPrefix = "/proc/sys/"
 
-// maxSysctls bounds a bundle (a real one: the 16 above; `sysctl -a` some
+// maxSysctls bounds a bundle (a real one: the 20 above; `sysctl -a` some
 // 2,000 lines).
 const maxSysctls = 20_000
 
