@@ -108,7 +108,7 @@ func (rep *ConntrackReport) drops(in ConntrackInputs) {
 		rep.add(ConntrackProblem{Severity: SeverityWarning, Kind: ConntrackEarlyDrops, Subject: "/proc/net/stat/nf_conntrack",
 			Message:     "conntrack evicts entries to make room: early_drop " + rate(d[conntrack.StatEarlyDrop]),
 			Evidence:    "between two reads of /proc/net/stat/nf_conntrack: early_drop " + rate(d[conntrack.StatEarlyDrop]),
-			Consequence: "the table is full: unassured flows are evicted, and when none can be, new connections are dropped",
+			Consequence: "the table is full: a new connection evicts an unassured entry near its hash bucket (the kernel looks at 8 buckets) and is dropped when none is there, however many are elsewhere",
 			Remedy:      "raise nf_conntrack_max, or find what fills the table"})
 	}
 }

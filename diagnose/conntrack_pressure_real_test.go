@@ -141,3 +141,24 @@ func TestConntrackPressureRealCounters(t *testing.T) {
 		}
 	}
 }
+
+// pressure-stats-2 was read with every entry unassured, yet drop grew
+// beside early_drop (604 and 396): a drop does not mean nothing was
+// evictable, the kernel looks near the new flow's hash only
+// (NF_CT_EVICTION_RANGE, 8 buckets), and the consequence says so.
+func TestConntrackEarlyDropConsequence(t *testing.T) {
+	n, in := ctCase{}.node(t)
+	in.Table = nil
+	in.Sysctls = realSysctls(t, "pressure-sysctls-full.txt")
+	in.Before, in.After, in.Interval = realStats(t, "pressure-stats-1.txt"), realStats(t, "pressure-stats-2.txt"), 5*time.Second
+	rep := diagnose.Conntrack(n, in)
+	early := ""
+	for _, p := range rep.Problems {
+		if p.Kind == diagnose.ConntrackEarlyDrops {
+			early = p.Consequence
+		}
+	}
+	if !strings.Contains(early, "near its hash bucket") || strings.Contains(early, "when none can be") {
+		t.Errorf("earlyDrops consequence %q: drop grew while every entry was evictable", early)
+	}
+}
