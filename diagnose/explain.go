@@ -30,6 +30,9 @@ type ServiceExplanation struct {
 	// Status: healthy, problems, or incomplete (NotChecked says what).
 	Status     Status `json:"status"`
 	NotChecked []Gap  `json:"notChecked"`
+	// Conntrack is the Service's conntrack entries on the node, when its
+	// kernel state was read (explain_conntrack.go).
+	Conntrack *ServiceConntrack `json:"conntrack,omitempty"`
 }
 
 // PortReport is one port's path and what is wrong with it.
@@ -48,6 +51,7 @@ func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation,
 	otherNode(n, rep)
 	rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
 	rep.NotChecked = append(explainGaps(n, ex), unchecked...)
+	addExplainConntrack(n, explainConntrackFacts(n), rep)
 	rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
 	return rep, nil
 }
@@ -73,6 +77,7 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 		return list
 	}
 	problems, incomplete := false, false
+	facts := explainConntrackFacts(n)
 	for _, ex := range correlate.ExplainAll(n.Ruleset, n.Objects, n.nodeView()) {
 		if !n.selected(ex.Namespace + "/" + ex.Name) {
 			continue
@@ -81,6 +86,7 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 		otherNode(n, rep)
 		rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
 		rep.NotChecked = append(explainGaps(n, ex), unchecked...)
+		addExplainConntrack(n, facts, rep)
 		rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
 		problems = problems || rep.Status == StatusProblems
 		incomplete = incomplete || rep.Status == StatusIncomplete
@@ -635,6 +641,7 @@ func ExplainFormerService(n *Node, m correlate.FormerServiceMatch, port string) 
 		pp.Problems = kept
 	}
 	rep.NotChecked = append(explainGaps(&with, ex), unchecked...)
+	addExplainConntrack(n, explainConntrackFacts(n), rep) // n: the deleted Service's entries are the deleted ones
 	rep.Status = verdict(true, rep.NotChecked)
 	return rep, true
 }
