@@ -18,6 +18,9 @@ const (
 
 const small = "testdata/fixtures/small-v1.37/"
 
+// ct holds the saved kernel state of the conntrack examples.
+const ct = "plugin/testdata/conntrack/"
+
 var readmeSnippets = []struct {
 	name string
 	// shown is the command as the README shows it; args run it here
@@ -62,10 +65,13 @@ var readmeSnippets = []struct {
 	{
 		name: "triage-healthy",
 		shown: "kubectl proxyrules triage --from-dump " + demo + "iptables/save-nft-ipv4.txt \\\n    --from-dump " + demo + "iptables/save-nft-ipv6.txt --from-objects " + demo + "objects.json \\\n" +
-			"    --from-metrics " + demo + "metrics-iptables.txt --from-config " + demo + "kube-proxy-configmap-iptables.yaml --node node-a --at 1795939150",
+			"    --from-metrics " + demo + "metrics-iptables.txt --from-config " + demo + "kube-proxy-configmap-iptables.yaml --node node-a --at 1795939150 \\\n" +
+			"    --from-conntrack " + ct + "empty-table.txt --from-sysctls " + ct + "sysctls-healthy.txt \\\n" +
+			"    --from-conntrack-stats " + ct + "stats-1.txt --from-conntrack-stats " + ct + "stats-2.txt",
 		args: []string{"triage", "--from-dump", demo + "iptables/save-nft-ipv4.txt", "--from-dump", demo + "iptables/save-nft-ipv6.txt",
 			"--from-objects", demo + "objects.json", "--from-metrics", demo + "metrics-iptables.txt", "--from-config", demo + "kube-proxy-configmap-iptables.yaml",
-			"--node", "node-a", "--at", "1795939150"},
+			"--node", "node-a", "--at", "1795939150", "--from-conntrack", "../" + ct + "empty-table.txt", "--from-sysctls", "../" + ct + "sysctls-healthy.txt",
+			"--from-conntrack-stats", "../" + ct + "stats-1.txt", "--from-conntrack-stats", "../" + ct + "stats-2.txt"},
 	},
 	{
 		name:  "explain",

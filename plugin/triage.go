@@ -96,8 +96,11 @@ func NewCmdTriage(name string, streams genericiooptions.IOStreams, kube *generic
 the proxy mode kube-proxy is really in (and rules of both modes), kube-proxy
 rules in both iptables backends, Services whose rules are missing altogether or
 disagree with their EndpointSlices (explain), stale chains that traffic still
-reaches (stale), masquerade mark problems and clashes (masq), and rule counts,
-sync age and sync failures from kube-proxy's metrics (counts).
+reaches (stale), masquerade mark problems and clashes (masq), rule counts,
+sync age and sync failures from kube-proxy's metrics (counts), and beside the
+rules, stale conntrack entries, a full conntrack table and the sysctls
+Services depend on (conntrack; read live, or --from-conntrack,
+--from-conntrack-stats and --from-sysctls: without them it is not checked).
 
 Findings are grouped by cause, each cause once with the findings it explains
 listed under it; the last line is the verdict.
