@@ -54,9 +54,9 @@ var pressureKinds = []string{diagnose.ConntrackTableFull, diagnose.ConntrackTabl
 // The pressure verdicts on the real kernel's counters and sysctls, on
 // small-v1.37's node-a (kube-proxy's own rules, objects and configuration:
 // maxPerCore 32768 on 8 CPUs sets 262144, so the real 8192 is lowered in
-// every case). The figures are the files': drop 365 on CPU 0 and 239 on
-// CPU 1 (604: the sum over CPUs, what the senders saw refused), early_drop
-// 235 + 161 = 396; with only assured entries drop +500 and early_drop +0.
+// every case). The figures are the files': drop 345 on CPU 0 and 233 on
+// CPU 1 (578: the sum over CPUs, what the senders saw refused), early_drop
+// 255 + 167 = 422; with only assured entries drop +500 and early_drop +0.
 func TestConntrackPressureRealKernel(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -73,8 +73,8 @@ func TestConntrackPressureRealKernel(t *testing.T) {
 		{name: "full, unassured evicted and new flows dropped", sysctls: "pressure-sysctls-full.txt", before: "pressure-stats-1.txt", after: "pressure-stats-2.txt",
 			kinds: []string{diagnose.ConntrackTableFull, diagnose.ConntrackDrops, diagnose.ConntrackEarlyDrops, diagnose.ConntrackMaxLowered},
 			evidence: map[string]string{diagnose.ConntrackTableFull: "net.netfilter.nf_conntrack_count = 8192, net.netfilter.nf_conntrack_max = 8192",
-				diagnose.ConntrackDrops:      "drop +604 in 5s (120.8/s)",
-				diagnose.ConntrackEarlyDrops: "early_drop +396 in 5s (79.2/s)"},
+				diagnose.ConntrackDrops:      "drop +578 in 5s (115.6/s)",
+				diagnose.ConntrackEarlyDrops: "early_drop +422 in 5s (84.4/s)"},
 			notInEvidence: []string{"insert_failed"}},
 		{name: "full of assured entries: dropped, none evicted", sysctls: "pressure-sysctls-full.txt", before: "pressure-stats-3.txt", after: "pressure-stats-4.txt",
 			kinds:         []string{diagnose.ConntrackTableFull, diagnose.ConntrackDrops, diagnose.ConntrackMaxLowered},
@@ -123,8 +123,8 @@ func TestConntrackPressureRealCounters(t *testing.T) {
 		cpu0Drop, cpu1Drop    uint64
 		totalDrop, totalEarly uint64
 	}{
-		{"pressure-stats-1.txt", "pressure-stats-2.txt", 8192 - 7537, 604, 396, 365, 239, 604, 396},
-		{"pressure-stats-3.txt", "pressure-stats-4.txt", 0, 500, 0, 665, 439, 1104, 396},
+		{"pressure-stats-1.txt", "pressure-stats-2.txt", 8192 - 7537, 578, 422, 345, 233, 578, 422},
+		{"pressure-stats-3.txt", "pressure-stats-4.txt", 0, 500, 0, 645, 433, 1078, 422},
 	} {
 		before, after := realStats(t, tc.before), realStats(t, tc.after)
 		d := conntrack.Diff(before, after)
@@ -143,7 +143,7 @@ func TestConntrackPressureRealCounters(t *testing.T) {
 }
 
 // pressure-stats-2 was read with every entry unassured, yet drop grew
-// beside early_drop (604 and 396): a drop does not mean nothing was
+// beside early_drop (578 and 422): a drop does not mean nothing was
 // evictable, the kernel looks near the new flow's hash only
 // (NF_CT_EVICTION_RANGE, 8 buckets), and the consequence says so.
 func TestConntrackEarlyDropConsequence(t *testing.T) {

@@ -33,8 +33,8 @@
 #                                      -> pressure-stats-3.txt
 #      then new flows from both CPUs: every one dropped, no early_drop;
 #      3 s later                        -> pressure-stats-4.txt
-# Sysctls as `grep -H . FILES 2>&1` prints them (conntrack.BundleCommand),
-# stats as `cat /proc/net/stat/nf_conntrack`.
+# Sysctls as conntrack.BundleCommand (`grep -H . FILES`) prints them with
+# stderr kept, stats as `cat /proc/net/stat/nf_conntrack`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,6 +63,9 @@ fi
 modprobe nf_conntrack 2>/dev/null || true
 BIN=$(mktemp -d)/ctpressure
 (cd "$ROOT" && go build -o "$BIN" ./hack/ctpressure)
+# the sysctls are read with conntrack.BundleCommand, as on a node
+mapfile -t BUNDLE < <("$BIN" bundle)
+((${#BUNDLE[@]} > 3)) || die "ctpressure bundle printed no command"
 
 NS="ct31pressure-$$"
 ORIG=""
@@ -119,25 +122,9 @@ say "nf_conntrack_max $ORIG -> $M (other namespaces hold at most $others entries
 
 count() { in_ns cat "$COUNTFILE"; }
 stats() { in_ns cat /proc/net/stat/nf_conntrack >"$OUT/$1"; }
-sysctls() {
-	in_ns sh -c 'grep -H . \
-	/proc/sys/net/netfilter/nf_conntrack_count \
-	/proc/sys/net/netfilter/nf_conntrack_max \
-	/proc/sys/net/netfilter/nf_conntrack_buckets \
-	/proc/sys/net/netfilter/nf_conntrack_udp_timeout \
-	/proc/sys/net/netfilter/nf_conntrack_udp_timeout_stream \
-	/proc/sys/net/netfilter/nf_conntrack_tcp_timeout_established \
-	/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal \
-	/proc/sys/net/ipv4/ip_forward \
-	/proc/sys/net/ipv6/conf/all/forwarding \
-	/proc/sys/net/ipv4/conf/all/route_localnet \
-	/proc/sys/net/bridge/bridge-nf-call-iptables \
-	/proc/sys/net/bridge/bridge-nf-call-ip6tables \
-	/proc/sys/net/ipv4/ip_local_port_range \
-	/proc/sys/net/ipv4/ip_local_reserved_ports \
-	/proc/sys/net/ipv4/conf/all/rp_filter \
-	/proc/sys/net/ipv4/conf/default/rp_filter' >"$OUT/$1" 2>&1 || true
-}
+# the command the plugin runs on a node, stderr kept: a file the kernel
+# lacks is grep's own line
+sysctls() { in_ns "${BUNDLE[@]}" >"$OUT/$1" 2>&1 || true; }
 # udp CPU N: N fresh destinations, sent from one CPU (the kernel counts
 # per CPU, the reader sums)
 NEXT=0

@@ -12,8 +12,11 @@
 //	                              cannot evict); reads "until N" lines on
 //	                              stdin: connect until nf_conntrack_count
 //	                              reaches N; exits at EOF
+//	ctpressure bundle             print conntrack.BundleCommand, a word a
+//	                              line: the script reads the sysctls with
+//	                              the command the plugin runs on a node
 //
-// Each prints one line of figures per request.
+// udp and tcp print one line of figures per request.
 package main
 
 import (
@@ -28,13 +31,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect/conntrack"
 )
 
 const countFile = "/proc/sys/net/netfilter/nf_conntrack_count"
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: ctpressure udp -n N -from I | ctpressure tcp")
+		fail("usage: ctpressure udp -n N -from I | ctpressure tcp | ctpressure bundle")
 	}
 	var err error
 	switch os.Args[1] {
@@ -42,6 +47,8 @@ func main() {
 		err = udp(os.Args[2:])
 	case "tcp":
 		err = tcp()
+	case "bundle":
+		fmt.Println(strings.Join(conntrack.BundleCommand(), "\n"))
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
