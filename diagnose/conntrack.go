@@ -50,6 +50,9 @@ type ConntrackReport struct {
 	// Summary is the report in a few numbers (triage's line, a sweep's
 	// columns).
 	Summary ConntrackSummary `json:"summary"`
+	// Reconciler is kube-proxy's conntrack cleanup by its metrics (nil
+	// when no metrics were given; empty: it has not run).
+	Reconciler []ConntrackReconciler `json:"reconciler"`
 	// Status: problems when an error or warning was found; incomplete
 	// when an input was missing (NotChecked).
 	Status     Status `json:"status"`
@@ -99,6 +102,10 @@ func Conntrack(n *Node, in ConntrackInputs) *ConntrackReport {
 		rep.NotChecked = append(rep.NotChecked, Gap{Check: "stale conntrack entries of Services (UDP to gone endpoints, deleted Services)",
 			Reason: "the conntrack table was not read", Remedy: "--from-conntrack (cat /proc/net/nf_conntrack on the node, or conntrack -L -o extended)"})
 	} else {
+		runs, known := reconciler(n)
+		if known {
+			rep.Reconciler = append([]ConntrackReconciler{}, runs...)
+		}
 		rep.Facts = correlate.FindConntrack(correlate.ConntrackInput{Objects: n.Objects, NodeIPs: nodeAddrs(n), Mode: mode,
 			ServiceCIDRs: in.ServiceCIDRs, Table: in.Table})
 		rep.staleProblems(n)
@@ -173,6 +180,9 @@ func (rep *ConntrackReport) staleProblems(n *Node) {
 		deleted = deleted || g.Deleted && g.Stale > 0
 		for _, s := range g.ByCause {
 			p := staleProblem(g, s, partial)
+			if ev := reconcilerEvidence(rep.Reconciler, rep.Reconciler != nil); ev != "" && p.Kind == ConntrackStalePending {
+				p.Evidence += "; " + ev
+			}
 			if p.Kind == ConntrackStale || p.Kind == ConntrackStalePending {
 				rep.Summary.StaleUDP += s.Entries
 			}

@@ -137,19 +137,29 @@ func (rep *ConntrackReport) maxLowered(n *Node, in ConntrackInputs, max int64, o
 		if rows := statsCPUs(in); rows > 0 && max >= KubeProxyConntrackMax(int64(*in.MaxPerCore), floor, rows) {
 			return
 		}
-		rep.NotChecked = append(rep.NotChecked, Gap{Check: "nf_conntrack_max against what kube-proxy's conntrack.maxPerCore sets",
-			Reason: "the node's CPU count is not known", Remedy: "--from-objects with the Node (kubectl get nodes -o json)"})
+		if *in.MaxPerCore <= 0 || max >= floor {
+			rep.NotChecked = append(rep.NotChecked, Gap{Check: "nf_conntrack_max against what kube-proxy's conntrack.maxPerCore sets",
+				Reason: "the node's CPU count is not known", Remedy: "--from-objects with the Node (kubectl get nodes -o json)"})
+			return
+		}
+		// below min: lowered whatever the CPU count (kube-proxy sets at least min)
+		rep.add(maxLoweredProblem(max, floor, fmt.Sprintf("%s = %d; kube-proxy sets at least conntrack.min %d, whatever the CPUs", conntrack.SysctlMax, max, floor)))
 		return
 	}
 	want := KubeProxyConntrackMax(int64(*in.MaxPerCore), floor, cpus)
 	if want == 0 || max >= want {
 		return
 	}
-	rep.add(ConntrackProblem{Severity: SeverityWarning, Kind: ConntrackMaxLowered, Subject: conntrack.SysctlMax,
+	rep.add(maxLoweredProblem(max, want, fmt.Sprintf("%s = %d; kube-proxy: maxPerCore %d × %d CPUs, min %d → %d", conntrack.SysctlMax, max, *in.MaxPerCore, cpus, floor, want)))
+}
+
+// maxLoweredProblem: nf_conntrack_max is max, kube-proxy sets want.
+func maxLoweredProblem(max, want int64, evidence string) ConntrackProblem {
+	return ConntrackProblem{Severity: SeverityWarning, Kind: ConntrackMaxLowered, Subject: conntrack.SysctlMax,
 		Message:     fmt.Sprintf("%s is %d, below the %d kube-proxy sets: someone lowered it", conntrack.SysctlMax, max, want),
-		Evidence:    fmt.Sprintf("%s = %d; kube-proxy: maxPerCore %d × %d CPUs, min %d → %d", conntrack.SysctlMax, max, *in.MaxPerCore, cpus, floor, want),
+		Evidence:    evidence,
 		Consequence: "the table fills sooner than kube-proxy's configuration allows for; kube-proxy raises it only when it starts",
-		Remedy:      fmt.Sprintf("sysctl -w %s=%d (and find who lowered it: a sysctl.d file, a DaemonSet), or restart kube-proxy", conntrack.SysctlMax, want)})
+		Remedy:      fmt.Sprintf("sysctl -w %s=%d (and find who lowered it: a sysctl.d file, a DaemonSet), or restart kube-proxy", conntrack.SysctlMax, want)}
 }
 
 // statsCPUs is the rows of the counters read: the node's possible CPUs.

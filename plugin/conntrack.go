@@ -123,6 +123,9 @@ func renderConntrack(out io.Writer, t *Terminal, rep *diagnose.ConntrackReport) 
 			fmt.Fprintf(out, " (deleted Services looked for in %s, from %s)", prefixes(f), f.ServiceRange.Source)
 		}
 		fmt.Fprintln(out)
+		if line := diagnose.ReconcilerLine(rep); line != "" {
+			fmt.Fprintln(out, wrapIndent(line, t.Width, 2))
+		}
 		renderConntrackGroups(out, t, f.Groups)
 	}
 	for _, p := range rep.Problems {

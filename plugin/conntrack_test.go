@@ -47,7 +47,7 @@ func TestConntrackGolden(t *testing.T) {
 	const f = "../testdata/fixtures/small-v1.37/"
 	const c = "testdata/conntrack/"
 	base := []string{"conntrack", "--from-dump", f + "iptables/save-nft-ipv4.txt", "--from-objects", f + "objects.json",
-		"--from-config", f + "configz-iptables.json", "--node", "node-a"}
+		"--from-config", f + "configz-iptables.json", "--from-metrics", f + "metrics-iptables.txt", "--node", "node-a"}
 	for _, tc := range []struct {
 		golden string
 		args   []string
