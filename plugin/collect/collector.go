@@ -50,6 +50,9 @@ type Options struct {
 	// Kernel reads the kernel's state beside the rules: the conntrack
 	// table, its counters (twice, some seconds apart) and the sysctls.
 	Kernel bool
+	// KernelTable, without Kernel, reads only the conntrack entries of
+	// the Service read (ServiceName; explain): conntrack_service.go.
+	KernelTable bool
 	// Guard checks, once per run and namespace, that the admission policy
 	// guards the debug namespace (guard.go); nil checks every time.
 	Guard *GuardCheck
@@ -175,7 +178,7 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	// has none: this bounds the read either way.
 	rctx, cancel := context.WithTimeout(ctx, c.deadline())
 	defer cancel()
-	if err := c.read(rctx, w, target, objects, metricsPort); err != nil {
+	if err := c.readNode(rctx, w, target, objects, metricsPort); err != nil {
 		if ctx.Err() == nil && rctx.Err() != nil {
 			return nil, fmt.Errorf("reading node %s through pod %s/%s did not finish within --pod-deadline (%s): %w", c.Node, target.Namespace, target.Pod, c.deadline(), err)
 		}
