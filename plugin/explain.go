@@ -198,6 +198,7 @@ func (o *ExplainOptions) Run() error {
 		switch err := o.resolve(objs, nil); {
 		case err == nil:
 			req.Objects, req.Service = objs, o.service()
+			req.KernelTable = true // its conntrack entries: one grep
 		case !mayBeDeleted(err):
 			return err
 		default:
@@ -394,6 +395,7 @@ func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanati
 	for _, pp := range ex.Ports {
 		fmt.Fprintln(out, trimTrailing(explainPortTree(t, pp).String()))
 	}
+	renderExplainConntrack(out, t, ex)
 	renderNotChecked(out, t, ex.NotChecked)
 	return nil
 }

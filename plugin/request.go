@@ -55,6 +55,9 @@ type Request struct {
 	// conntrack and collect judge or keep them). KernelOnly: the command
 	// judges only that (conntrack), so inputs without a ruleset will do.
 	Kernel, KernelOnly bool
+	// KernelTable: a live read of one Service (explain) also reads the
+	// conntrack entries of that Service alone: no counters, no wait.
+	KernelTable bool
 }
 
 // InputFiles are the files of a load, by the flag that names them.
