@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect/conntrack"
 )
@@ -98,11 +99,11 @@ func (rep *ConntrackReport) drops(in ConntrackInputs) {
 		}
 	}
 	if len(grew) > 0 {
-		rep.add(ConntrackProblem{Severity: SeverityError, Kind: ConntrackDrops, Subject: "/proc/net/stat/nf_conntrack",
-			Message:     "conntrack is dropping packets now: " + joinComma(grew),
-			Evidence:    "between two reads of /proc/net/stat/nf_conntrack: " + joinComma(grew),
-			Consequence: "drop: new connections refused for a full table; insert_failed: a new entry lost a race (often parallel UDP DNS queries from one socket) and its packet was dropped",
-			Remedy:      "for drop: raise nf_conntrack_max; for insert_failed: single-request-reopen or TCP for DNS, or NodeLocal DNSCache"})
+		p := ConntrackProblem{Severity: SeverityError, Kind: ConntrackDrops, Subject: "/proc/net/stat/nf_conntrack",
+			Message:  "conntrack is dropping packets now: " + joinComma(grew),
+			Evidence: "between two reads of /proc/net/stat/nf_conntrack: " + joinComma(grew)}
+		p.Consequence, p.Remedy = dropCauses(d[conntrack.StatDrop], d[conntrack.StatInsertFailed])
+		rep.add(p)
 	}
 	if d[conntrack.StatEarlyDrop] > 0 {
 		rep.add(ConntrackProblem{Severity: SeverityWarning, Kind: ConntrackEarlyDrops, Subject: "/proc/net/stat/nf_conntrack",
@@ -160,6 +161,22 @@ func maxLoweredProblem(max, want int64, evidence string) ConntrackProblem {
 		Evidence:    evidence,
 		Consequence: "the table fills sooner than kube-proxy's configuration allows for; kube-proxy raises it only when it starts",
 		Remedy:      fmt.Sprintf("sysctl -w %s=%d (and find who lowered it: a sysctl.d file, a DaemonSet), or restart kube-proxy", conntrack.SysctlMax, want)}
+}
+
+// dropCauses tells the two causes of drop apart: a new entry that lost a
+// clash is counted in both insert_failed and drop (nf_ct_resolve_clash),
+// so only drops beyond insert_failed are for a full table.
+func dropCauses(drop, insertFailed int64) (consequence, remedy string) {
+	var cons, rem []string
+	if full := drop - insertFailed; full > 0 {
+		cons = append(cons, fmt.Sprintf("%d new connections refused for a full table (drop beyond insert_failed)", full))
+		rem = append(rem, "raise nf_conntrack_max, and find what fills the table")
+	}
+	if insertFailed > 0 {
+		cons = append(cons, fmt.Sprintf("%d new entries lost a race to an identical one (insert_failed, counted in drop too: often parallel UDP DNS queries from one socket) and their packets were dropped", insertFailed))
+		rem = append(rem, "for the races: single-request-reopen or TCP for DNS, or NodeLocal DNSCache")
+	}
+	return strings.Join(cons, "; "), strings.Join(rem, "; ")
 }
 
 // statsCPUs is the rows of the counters read: the node's possible CPUs.
