@@ -64,7 +64,8 @@ type ConntrackRead struct {
 	MaxEntries int   `json:"maxEntries"`
 	Kept       int64 `json:"kept"`
 	Capped     bool  `json:"capped,omitempty"`
-	// Total is `wc -l` of the whole table on the node, -1 when unread.
+	// Total is the whole table's entries on the node (its
+	// nf_conntrack_count, read with the table), -1 when unread.
 	Total int64 `json:"total"`
 	// Stats are the counter files, in the order read, with when.
 	Stats []ConntrackStatsRead `json:"stats,omitempty"`

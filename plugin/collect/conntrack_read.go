@@ -7,25 +7,34 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/conntrack"
 )
 
-// readConntrackBefore reads the sysctls and the counters a first time, in
-// one exec. A refused or failed exec (an admission policy applied before
-// these reads existed) is a warning: the rules are still read.
-func (c *Collector) readConntrackBefore(ctx context.Context, w *bundleWriter, t Target) error {
+// readConntrackBefore reads the sysctls, the counters a first time and
+// the table's entries that mention a Service (ServiceConntrackFilter), in
+// one exec. The table is read here, not after the rules, so that its read
+// (seconds on a node with a million entries: /proc/net/nf_conntrack walks
+// the whole table) is part of the wait between the counters' reads, and
+// its size is the kernel's nf_conntrack_count read with the sysctls: no
+// second walk with wc -l. A refused or failed exec (an admission policy
+// applied before these reads existed) is a warning: the rules are still read.
+func (c *Collector) readConntrackBefore(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects) error {
 	ct := &ConntrackRead{Total: -1}
 	w.man.Conntrack = ct
-	cmds := []NodeCommand{SysctlsCommand(), ConntrackStatsCommand(idStatsBefore)}
-	res, stderr, err := c.runConntrack(ctx, w, t, cmds, -1)
+	filter := ServiceConntrackFilter(objects)
+	ct.Filter, ct.Patterns, ct.MaxEntries = filter.Mode, len(filter.Patterns), filter.MaxEntries
+	cmds := []NodeCommand{SysctlsCommand(), ConntrackStatsCommand(idStatsBefore), ConntrackTableCommand(filter)}
+	const table = 2 // index in cmds
+	c.Progress.Step("reading the conntrack table (entries of %d Service addresses and NodePorts, %s, at most %d)", len(filter.Patterns), filter.Mode, filter.MaxEntries)
+	res, stderr, err := c.runConntrack(ctx, w, t, cmds, table)
 	if err != nil {
 		return c.conntrackFailed(ctx, w, err, t, stderr)
 	}
-	for i, cmd := range cmds {
+	for i, cmd := range cmds[:table] {
 		// grep exits 2 when a sysctl's file is absent (net/bridge/ without
 		// br_netfilter) and still prints the others: only an empty
 		// output is a failure.
@@ -36,6 +45,24 @@ func (c *Collector) readConntrackBefore(ctx context.Context, w *bundleWriter, t 
 			ct.Stats = append(ct.Stats, ConntrackStatsRead{Path: cmd.FileName(), At: res.at[i].UTC()})
 		}
 	}
+	if s, err := conntrack.ReadSysctls(&res.outs[0]); err == nil {
+		if n, ok := s.Int(conntrack.SysctlCount); ok && n >= 0 {
+			ct.Total = n
+		}
+	}
+	tf := res.file(table, cmds[table])
+	tf.Bytes, tf.Seconds = res.lines.n, res.seconds
+	ct.Kept = res.lines.lines
+	ct.Capped = ct.Kept >= int64(filter.MaxEntries)
+	// grep exits 1 when no entry matches: an empty table, no failure.
+	if res.rcs[table] > 1 || res.rcs[table] < 0 {
+		tf.Error = fmt.Sprintf("exit status %d", res.rcs[table])
+		w.warn("the conntrack table was not read (%s%s): %s needs root in the node's network namespace and a kernel with NF_CONNTRACK_PROCFS; stale-entry checks are skipped",
+			tf.Error, stderrHint(stderr), conntrackProc)
+	} else {
+		tf.Error = "" // the table's output is in its file, not outs
+	}
+	w.add(tf)
 	return nil
 }
 
@@ -52,10 +79,9 @@ func (c *Collector) conntrackFailed(ctx context.Context, w *bundleWriter, err er
 	return nil
 }
 
-// readConntrack reads, after the rules: the counters a second time (not
-// sooner than conntrackStatsInterval after the first), the table's size,
-// and its entries that mention a Service (ServiceConntrackFilter).
-func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects) error {
+// readConntrack reads, after the rules, the counters a second time, not
+// sooner than conntrackStatsInterval after the first.
+func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target) error {
 	ct := w.man.Conntrack
 	if ct == nil || ct.Skipped {
 		return nil // refused before: not asked again
@@ -69,39 +95,17 @@ func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target
 			}
 		}
 	}
-	filter := ServiceConntrackFilter(objects)
-	ct.Filter, ct.Patterns, ct.MaxEntries = filter.Mode, len(filter.Patterns), filter.MaxEntries
-	cmds := []NodeCommand{ConntrackStatsCommand(idStatsAfter), ConntrackCountCommand(), ConntrackTableCommand(filter)}
-	const stats, count, table = 0, 1, 2 // indices in cmds
-	c.Progress.Step("reading the conntrack table (entries of %d Service addresses and NodePorts, %s, at most %d)", len(filter.Patterns), filter.Mode, filter.MaxEntries)
-	res, stderr, err := c.runConntrack(ctx, w, t, cmds, table)
+	cmds := []NodeCommand{ConntrackStatsCommand(idStatsAfter)}
+	res, stderr, err := c.runConntrack(ctx, w, t, cmds, -1)
 	if err != nil {
 		return c.conntrackFailed(ctx, w, err, t, stderr)
 	}
-	for _, i := range []int{stats, count} {
-		if err := w.write(res.file(i, cmds[i]), res.outs[i].Bytes()); err != nil {
-			return err
-		}
+	if err := w.write(res.file(0, cmds[0]), res.outs[0].Bytes()); err != nil {
+		return err
 	}
-	if res.outs[stats].Len() > 0 {
-		ct.Stats = append(ct.Stats, ConntrackStatsRead{Path: cmds[stats].FileName(), At: res.at[stats].UTC()})
+	if res.outs[0].Len() > 0 {
+		ct.Stats = append(ct.Stats, ConntrackStatsRead{Path: cmds[0].FileName(), At: res.at[0].UTC()})
 	}
-	if n, ok := wcCount(res.outs[count].String()); ok {
-		ct.Total = n
-	}
-	tf := res.file(table, cmds[table])
-	tf.Bytes, tf.Seconds = res.lines.n, res.seconds
-	ct.Kept = res.lines.lines
-	ct.Capped = ct.Kept >= int64(filter.MaxEntries)
-	// grep exits 1 when no entry matches: an empty table, no failure.
-	if res.rcs[table] > 1 || res.rcs[table] < 0 {
-		tf.Error = fmt.Sprintf("exit status %d", res.rcs[table])
-		w.warn("the conntrack table was not read (%s%s): %s needs root in the node's network namespace and a kernel with NF_CONNTRACK_PROCFS; stale-entry checks are skipped",
-			tf.Error, stderrHint(stderr), conntrackProc)
-	} else {
-		tf.Error = "" // the table's output is in its file, not outs
-	}
-	w.add(tf)
 	return nil
 }
 
@@ -175,14 +179,4 @@ func (l *lineCounter) Write(p []byte) (int, error) {
 	l.n += int64(n)
 	l.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
 	return n, err
-}
-
-// wcCount reads `wc -l FILE`'s "12345 /proc/net/nf_conntrack".
-func wcCount(out string) (int64, bool) {
-	fields := strings.Fields(out)
-	if len(fields) == 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(fields[0], 10, 64)
-	return n, err == nil && n >= 0
 }

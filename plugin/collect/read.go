@@ -28,12 +28,12 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 		return err
 	}
 	w.man.ProxyMode, w.man.Backend = probe.ProxyMode, probe.Backend
-	// The conntrack counters' first read (and the sysctls), before the
-	// rules; the second after them: their read is the wait between. Only
-	// for the commands that judge them: the second read waits for the
-	// first to be some seconds old.
+	// The conntrack counters' first read (and the sysctls and the table),
+	// before the rules; the second after them: their reads are the wait
+	// between. Only for the commands that judge them: the second read
+	// waits for the first to be some seconds old.
 	if c.Kernel {
-		if err := c.readConntrackBefore(ctx, w, t); err != nil {
+		if err := c.readConntrackBefore(ctx, w, t, objects); err != nil {
 			return err
 		}
 	}
@@ -62,7 +62,7 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 		}
 	}
 	if c.Kernel {
-		if err := c.readConntrack(ctx, w, t, objects); err != nil {
+		if err := c.readConntrack(ctx, w, t); err != nil {
 			return err
 		}
 	}
