@@ -164,6 +164,13 @@ func (rep *ConntrackReport) cappedGap(t *conntrack.Table) {
 	if t.Truncated.LongLines > 0 {
 		what = append(what, fmt.Sprintf("%d lines too long", t.Truncated.LongLines))
 	}
+	if len(what) == 0 { // capped on the node (grep -m): it stopped there, uncounted
+		left := "how many more the table holds is unknown"
+		if n := int64(len(t.Entries)); t.Count >= n {
+			left = fmt.Sprintf("up to %d more of the table's %d entries were not read", t.Count-n, t.Count)
+		}
+		what = append(what, fmt.Sprintf("the read stopped at its cap, %d entries; %s", len(t.Entries), left))
+	}
 	rep.NotChecked = append(rep.NotChecked, Gap{Check: "the conntrack entries the read left out (INCOMPLETE: " + strings.Join(what, ", ") + ")",
 		Reason: "the table was read capped", Remedy: "read it filtered to the Service addresses, or with a higher cap"})
 }

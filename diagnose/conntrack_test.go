@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -359,5 +360,19 @@ func TestConntrackNotChecked(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no cap gap:\n%s", describe(rep))
+	}
+
+	// capped on the node (grep -m: nothing counted past the cap), the
+	// table's size from nf_conntrack_count, or unknown
+	for count, want := range map[int64]string{
+		1000: "INCOMPLETE: the read stopped at its cap, 2 entries; up to 998 more of the table's 1000 entries were not read",
+		-1:   "INCOMPLETE: the read stopped at its cap, 2 entries; how many more the table holds is unknown",
+	} {
+		tab, _ := conntrack.ReadTable(strings.NewReader(strings.Join(healthyTable[:2], "\n")), conntrack.Limits{}, nil)
+		tab.Truncated.Incomplete, tab.Count = true, count
+		rep = diagnose.Conntrack(n, diagnose.ConntrackInputs{Table: tab})
+		if !slices.ContainsFunc(rep.NotChecked, func(g diagnose.Gap) bool { return strings.Contains(g.Check, want) }) {
+			t.Errorf("count %d: no gap %q:\n%s", count, want, describe(rep))
+		}
 	}
 }
