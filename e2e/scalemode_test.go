@@ -196,7 +196,7 @@ func sweep(t *testing.T, args ...string) sweepRun {
 
 // runPlugin runs `kubectl proxyrules ARGS`; when started is given it is
 // called with the running command (to signal it).
-func runPlugin(t *testing.T, started func(*exec.Cmd), args ...string) sweepRun {
+func runPlugin(t testing.TB, started func(*exec.Cmd), args ...string) sweepRun {
 	t.Helper()
 	r := sweepRun{args: args}
 	cmd := exec.Command("kubectl", append([]string{"proxyrules"}, args...)...)
