@@ -216,7 +216,7 @@ func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collec
 		StartTimeout: ld.Live.StartTimeout, Deadline: ld.Live.Deadline, Reader: ld.Live.Reader,
 		Objects: objs, MetricsPort: ld.Live.MetricsPort, Fleet: req.Fleet,
 		IncludeControlPlane: ld.Live.IncludeControlPlane, Guard: ld.guardCheck(), Kernel: req.Kernel,
-		KernelTable: req.KernelTable,
+		KernelTable: req.KernelTable, StatsInterval: req.StatsInterval,
 	}
 	if req.Service != nil {
 		opts.ServiceNamespace, opts.ServiceName = req.Service.Namespace, req.Service.Name

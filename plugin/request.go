@@ -58,6 +58,9 @@ type Request struct {
 	// KernelTable: a live read of one Service (explain) also reads the
 	// conntrack entries of that Service alone: no counters, no wait.
 	KernelTable bool
+	// StatsInterval, when set, is the least time between the two reads
+	// of the conntrack counters (collect.Options.StatsInterval).
+	StatsInterval time.Duration
 }
 
 // InputFiles are the files of a load, by the flag that names them.

@@ -118,6 +118,10 @@ Use it first, at 3 a.m., when a Service on a node does not get traffic.
 	return cmd
 }
 
+// triageStatsInterval is triage's least time between the conntrack
+// counters' two reads.
+const triageStatsInterval = time.Second
+
 // TriageOptions are the options of `triage`.
 type TriageOptions struct{ analysisOptions }
 
@@ -125,6 +129,10 @@ type TriageOptions struct{ analysisOptions }
 func (o *TriageOptions) Run() error {
 	req := o.request()
 	req.Kernel = true // the conntrack table, its counters and the sysctls beside the rules
+	// A second between the counters' reads, not conntrack's three: a node
+	// dropping packets for a full table drops many a second, and a sweep
+	// of many nodes pays the wait on each.
+	req.StatsInterval = triageStatsInterval
 	return o.runRequest(req, func(l *Loaded) (built, error) {
 		rep := diagnose.Triage(l.Node)
 		return built{report: rep, status: rep.Status,

@@ -50,6 +50,9 @@ type Options struct {
 	// Kernel reads the kernel's state beside the rules: the conntrack
 	// table, its counters (twice, some seconds apart) and the sysctls.
 	Kernel bool
+	// StatsInterval is the least time between the counters' two reads;
+	// 0: conntrackStatsInterval. Triage takes less (it reads many nodes).
+	StatsInterval time.Duration
 	// KernelTable, without Kernel, reads only the conntrack entries of
 	// the Service read (ServiceName; explain): conntrack_service.go.
 	KernelTable bool
@@ -87,6 +90,8 @@ type Collector struct {
 	Listed *correlate.Objects
 
 	now func() time.Time // tests pin it
+	// after is time.After, or what a test waits on instead.
+	after func(time.Duration) <-chan time.Time
 }
 
 // Collect reads the node. The debug pod, if one was made, is deleted before
@@ -188,6 +193,14 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 		return nil, err
 	}
 	return &w.man, nil
+}
+
+// waitFor is a channel that fires d from now (after, in tests).
+func (c *Collector) waitFor(d time.Duration) <-chan time.Time {
+	if c.after != nil {
+		return c.after(d)
+	}
+	return time.After(d)
 }
 
 func (c *Collector) clock() time.Time {

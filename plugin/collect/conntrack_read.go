@@ -80,18 +80,22 @@ func (c *Collector) conntrackFailed(ctx context.Context, w *bundleWriter, err er
 }
 
 // readConntrack reads, after the rules, the counters a second time, not
-// sooner than conntrackStatsInterval after the first.
+// sooner than the interval (Options.StatsInterval) after the first.
 func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target) error {
 	ct := w.man.Conntrack
 	if ct == nil || ct.Skipped {
 		return nil // refused before: not asked again
 	}
 	if len(ct.Stats) > 0 {
-		if d := ct.Stats[0].At.Add(conntrackStatsInterval).Sub(c.clock()); d > 0 {
+		interval := c.StatsInterval
+		if interval <= 0 {
+			interval = conntrackStatsInterval
+		}
+		if d := ct.Stats[0].At.Add(interval).Sub(c.clock()); d > 0 {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(d):
+			case <-c.waitFor(d):
 			}
 		}
 	}

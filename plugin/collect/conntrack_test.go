@@ -299,3 +299,38 @@ func TestConntrackKindBounds(t *testing.T) {
 func isConntrackRead(c NodeCommand) bool {
 	return c.Kind == KindConntrack || c.Kind == KindConntrackStats || c.Kind == KindSysctls || c.ID == idCount
 }
+
+// The counters' second read waits until the first is the interval old:
+// conntrack's 3 s by default, less when asked (triage, which reads many
+// nodes), with the time the reads in between took counted in.
+func TestConntrackStatsInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		want     time.Duration
+	}{
+		{"default", 0, 3 * time.Second},
+		{"triage's", time.Second, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			objs := &correlate.Objects{Services: []*corev1.Service{testService()}}
+			conntrackOutputs(e.runner, objs, "")
+			c := e.collector(Options{Node: testNode, Via: ViaDebugPod, Objects: objs, Kernel: true, StatsInterval: tc.interval})
+			c.now = func() time.Time { return fixedTime } // no time passes between the reads
+			var waited []time.Duration
+			c.after = func(d time.Duration) <-chan time.Time {
+				waited = append(waited, d)
+				ch := make(chan time.Time, 1)
+				ch <- fixedTime.Add(d)
+				return ch
+			}
+			if _, err := c.Collect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if len(waited) != 1 || waited[0] != tc.want {
+				t.Errorf("waited %v, want once %v", waited, tc.want)
+			}
+		})
+	}
+}
