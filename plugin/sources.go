@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
@@ -168,6 +169,10 @@ func (s *inputSet) open(name string) (io.ReadCloser, string, error) {
 	var rc io.ReadCloser
 	src := name
 	switch bf, ok := s.bundleFiles[name]; {
+	case ok && bf.file.Bytes == 0:
+		// an empty conntrack table (addBundle): nothing to open, and an
+		// archive holds no empty file
+		rc = io.NopCloser(strings.NewReader(""))
 	case ok:
 		f, err := bf.bundle.Open(bf.file)
 		if err != nil {
