@@ -79,6 +79,14 @@ var readmeSnippets = []struct {
 		args:  []string{"explain", "svc/frontend", "-n", "shop", "--from-dump", "testdata/fixtures/small-v1.37/iptables/save-nft-ipv4.txt", "--from-objects", "testdata/fixtures/small-v1.37/objects.json", "--node", "node-a"},
 	},
 	{
+		name: "explain-conntrack",
+		shown: "kubectl proxyrules explain svc/kube-dns -n kube-system --from-dump " + small + "iptables/save-nft-ipv4.txt \\\n" +
+			"    --from-objects " + small + "objects.json --node node-a --from-conntrack " + ct + "faulty-table.txt | tail -6",
+		args: []string{"explain", "svc/kube-dns", "-n", "kube-system", "--from-dump", small + "iptables/save-nft-ipv4.txt", "--from-objects", small + "objects.json",
+			"--node", "node-a", "--from-conntrack", "../" + ct + "faulty-table.txt"},
+		tail: 6,
+	},
+	{
 		name:  "stale",
 		shown: "kubectl proxyrules stale --from-dump " + demo + "iptables/save-nft-ipv4.txt --from-objects " + demo + "objects.json | tail -7",
 		args:  []string{"stale", "--from-dump", demo + "iptables/save-nft-ipv4.txt", "--from-objects", demo + "objects.json"},
