@@ -48,7 +48,6 @@ const (
 	idSysctls     = "sysctls"
 	idStatsBefore = "conntrack-stats-before"
 	idStatsAfter  = "conntrack-stats-after"
-	idCount       = "conntrack-count"
 	idTable       = "conntrack"
 )
 
@@ -89,11 +88,6 @@ func SysctlsCommand() NodeCommand {
 // ConntrackStatsCommand reads the per-CPU counters once; id names the read.
 func ConntrackStatsCommand(id string) NodeCommand {
 	return NodeCommand{ID: id, Program: "cat", Argv: []string{"cat", conntrackStatsProc}, Kind: KindConntrackStats, Optional: true}
-}
-
-// ConntrackCountCommand counts the whole table's entries (its lines).
-func ConntrackCountCommand() NodeCommand {
-	return NodeCommand{ID: idCount, Program: "wc", Argv: []string{"wc", "-l", conntrackProc}, Kind: KindInfo, Optional: true}
 }
 
 // ConntrackTableCommand reads the entries f selects, at most f.MaxEntries.
@@ -324,8 +318,6 @@ func allowedConntrack(argv []string) bool {
 	case slices.Equal(argv, conntrack.BundleCommand()):
 		return true
 	case slices.Equal(argv, []string{"cat", conntrackStatsProc}):
-		return true
-	case slices.Equal(argv, []string{"wc", "-l", conntrackProc}):
 		return true
 	}
 	return allowedConntrackGrep(argv)

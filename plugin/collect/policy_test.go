@@ -145,7 +145,7 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 	all = append(all, FirstChains(kubeproxy.IPv6, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP", "KUBE-EXT-ABCDEFGHIJKLMNOP"})...)
 	all = append(all, IPTablesVersion(), NFTVersion(), NFTTables())
 	// The conntrack reads: every filter shape (exact, prefixes, none).
-	all = append(all, SysctlsCommand(), ConntrackStatsCommand(idStatsBefore), ConntrackStatsCommand(idStatsAfter), ConntrackCountCommand(),
+	all = append(all, SysctlsCommand(), ConntrackStatsCommand(idStatsBefore), ConntrackStatsCommand(idStatsAfter),
 		ConntrackTableCommand(ServiceConntrackFilter(manyServices(10))), ConntrackTableCommand(ServiceConntrackFilter(manyServices(2000))),
 		ConntrackTableCommand(ServiceConntrackFilter(nil)))
 	for i := 0; i < len(all); i++ {
