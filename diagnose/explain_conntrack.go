@@ -67,11 +67,22 @@ func addExplainConntrack(n *Node, facts *correlate.ConntrackFacts, rep *ServiceE
 	claimed := make([]bool, len(facts.Entries))
 	for i := range rep.Ports {
 		pp := &rep.Ports[i]
-		var mine []correlate.ConntrackEntry
-		for j, e := range facts.Entries {
-			if !claimed[j] && portEntry(rep, pp, e) {
+		// Two passes, so that the port's entries (up to the live read's
+		// 50,000) are copied once, not regrown.
+		count := 0
+		for j := range facts.Entries {
+			if !claimed[j] && portEntry(rep, pp, &facts.Entries[j]) {
 				claimed[j] = true // one report per port and family (both modes' rules: the first)
-				mine = append(mine, e)
+				count++
+			}
+		}
+		if count == 0 {
+			continue
+		}
+		mine := make([]correlate.ConntrackEntry, 0, count)
+		for j := range facts.Entries {
+			if claimed[j] && portEntry(rep, pp, &facts.Entries[j]) {
+				mine = append(mine, facts.Entries[j])
 			}
 		}
 		for _, g := range correlate.GroupConntrack(mine) {
@@ -84,9 +95,9 @@ func addExplainConntrack(n *Node, facts *correlate.ConntrackFacts, rep *ServiceE
 		sortProblems(pp.Problems)
 	}
 	var other []correlate.ConntrackEntry
-	for _, e := range facts.Entries {
-		if e.Cause == correlate.CauseNotServicePort && e.ServicePort == svc {
-			other = append(other, e)
+	for j := range facts.Entries {
+		if e := &facts.Entries[j]; e.Cause == correlate.CauseNotServicePort && e.ServicePort == svc {
+			other = append(other, *e)
 		}
 	}
 	sc.Other = correlate.GroupConntrack(other)
@@ -102,8 +113,8 @@ func addExplainConntrack(n *Node, facts *correlate.ConntrackFacts, rep *ServiceE
 // portEntry: e is an entry of pp's port and family. A deleted Service
 // (ExplainFormerService) has no port of its own among the Services: its
 // entries are the deleted ones to its cluster IPs and port.
-func portEntry(rep *ServiceExplanation, pp *PortReport, e correlate.ConntrackEntry) bool {
-	if e.Proto != strings.ToLower(pp.Protocol) || entryFamily(e) != pp.Family {
+func portEntry(rep *ServiceExplanation, pp *PortReport, e *correlate.ConntrackEntry) bool {
+	if !strings.EqualFold(e.Proto, pp.Protocol) || entryFamily(e) != pp.Family {
 		return false
 	}
 	if rep.Deleted {
@@ -113,7 +124,7 @@ func portEntry(rep *ServiceExplanation, pp *PortReport, e correlate.ConntrackEnt
 	return !e.Deleted && e.Cause != correlate.CauseNotServicePort && e.ServicePort == pp.ServicePort
 }
 
-func entryFamily(e correlate.ConntrackEntry) string {
+func entryFamily(e *correlate.ConntrackEntry) string {
 	if e.Dst.Addr().Is6() {
 		return string(kubeproxy.IPv6)
 	}

@@ -2,6 +2,7 @@ package diagnose_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -154,5 +155,36 @@ func TestExplainConntrackAbsent(t *testing.T) {
 	rep, _ := diagnose.ExplainService(n, "kube-system", "kube-dns", "")
 	if rep.Conntrack == nil || !rep.Conntrack.NotRead || len(rep.NotChecked) != 0 || rep.Status != diagnose.StatusHealthy {
 		t.Errorf("no table: %+v, gaps %+v, %s", rep.Conntrack, rep.NotChecked, rep.Status)
+	}
+}
+
+// BenchmarkExplainConntrack: explain of kube-dns with a table at the live
+// read's cap (collect.MaxConntrackEntries, 50,000 entries of the Service,
+// one in ten answered by a gone endpoint), against none.
+func BenchmarkExplainConntrack(b *testing.B) {
+	for _, entries := range []int{0, 50_000} {
+		b.Run(fmt.Sprint(entries), func(b *testing.B) {
+			lines := make([]string, 0, entries)
+			for i := range entries {
+				reply := "10.244.0.2"
+				if i%10 == 0 {
+					reply = "10.244.0.99"
+				}
+				lines = append(lines, ct("udp", fmt.Sprintf("10.244.%d.%d", 1+i/60000, 2+i%250), 1024+i%60000, "10.96.0.10", 53, reply, 53, 29))
+			}
+			c := ctCase{lines: lines}
+			if entries == 0 {
+				c.lines = []string{ct("udp", "10.244.0.5", 40010, "8.8.8.8", 53, "8.8.8.8", 53, 29)}
+			}
+			n, in := c.node(&testing.T{})
+			n.Kernel = &in
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := diagnose.ExplainService(n, "kube-system", "kube-dns", ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
