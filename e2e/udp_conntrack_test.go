@@ -35,15 +35,23 @@ type ctReport struct {
 
 func liveConntrack(t *testing.T, node string) ctReport {
 	t.Helper()
+	var r ctReport
+	conntrackJSON(t, node, &r)
+	return r
+}
+
+// conntrackJSON runs `conntrack --node NODE -o json` into report; it
+// returns the plugin's stderr.
+func conntrackJSON(t *testing.T, node string, report any) string {
+	t.Helper()
 	out, errOut, code := plugin(t, "conntrack", "--node", node, "-o", "json")
 	if code != 0 && code != 2 && code != 3 {
 		t.Fatalf("conntrack --node %s: exit %d\n%s", node, code, errOut)
 	}
-	var r ctReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
+	if err := json.Unmarshal([]byte(out), report); err != nil {
 		t.Fatalf("conntrack -o json: %v\n%s", err, out)
 	}
-	return r
+	return errOut
 }
 
 func (r ctReport) group(target string) (servicePort string, entries, stale int, causes []string) {

@@ -364,14 +364,8 @@ type ctFlowsGroup struct {
 func readCtFlows(t *testing.T, node string) ctFlowsReport {
 	t.Helper()
 	start := time.Now()
-	out, errOut, code := plugin(t, "conntrack", "--node", node, "-o", "json")
-	if code != 0 && code != 2 && code != 3 {
-		t.Fatalf("conntrack --node %s: exit %d\n%s", node, code, errOut)
-	}
 	var r ctFlowsReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("conntrack -o json: %v\n%s", err, out)
-	}
+	errOut := conntrackJSON(t, node, &r)
 	if r.Facts == nil {
 		t.Fatalf("conntrack --node %s: no facts (the table was not read)\n%s", node, errOut)
 	}
