@@ -21,6 +21,10 @@
 // reported, not guessed at. So are the columns of --thresholds,
 // --persistent-conn and --tun-info, which this package does not read.
 //
+// A paste of several listings (ipvsadm -Ln, then -Sn of the same table)
+// gives each listing's services in order, Format "mixed": which line of one
+// form is which of another is the caller's to join.
+//
 // Bounds (limits.go): a line over MaxLineBytes is skipped without being
 // held, reading stops at MaxBytes, and services and real servers past
 // their caps are counted, not kept. What a cap left out is in
