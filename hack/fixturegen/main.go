@@ -28,6 +28,7 @@ commands:
   nftables -scenario S -out DIR run the nftables proxiers (real kernel; must be inside a netns); writes nftables/*, metrics-nftables.txt
   nfacct-ensure                 create kube-proxy's nfacct counters (must be inside a netns)
   config   -scenario S -out DIR write kube-proxy-configmap-<mode>.yaml (kubeadm's ConfigMap) and configz-<mode>.json (kube-proxy's /configz)
+  ipvs     -scenario S -out DIR run the IPVS proxiers (kube-proxy's fakes; must be inside a netns); writes ipvs/* (-tags kpipvs build only)
   expected -scenario S -out DIR derive expected.json from the dumps in DIR
   validate -out DIR             check the knftables dumps parse with knftables.Fake.ParseDump
 `, versionTag)
@@ -84,6 +85,13 @@ func main() {
 			fatalf("config: this binary was built without -tags kpconfig (hack/gen-fixtures.sh builds fixturegen-<version>-config)")
 		}
 		err = configCmd(sc, *out)
+	case "ipvs":
+		needScenario()
+		if ipvsCmd == nil {
+			fatalf("ipvs: this binary was built without -tags kpipvs (hack/gen-fixtures-ipvs.sh builds fixturegen-v1.37-ipvs)")
+		}
+		mustBeInNetns()
+		err = ipvsCmd(sc, *out)
 	case "expected":
 		needScenario()
 		err = writeExpected(sc, *out)
@@ -99,6 +107,10 @@ func main() {
 
 // configCmd is `fixturegen config`, set by config.go in -tags kpconfig builds.
 var configCmd func(sc *Scenario, out string) error
+
+// ipvsCmd is `fixturegen ipvs`, set by ipvs.go in -tags kpipvs builds (kept
+// out of the other builds so their fixtures cannot change).
+var ipvsCmd func(sc *Scenario, out string) error
 
 func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "fixturegen: "+format+"\n", args...)
