@@ -3,9 +3,7 @@ package conntrack
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
-	"strconv"
 )
 
 // lineReader cuts an input into lines in place in its buffer (no copy of
@@ -117,39 +115,6 @@ func trimLineEnd(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// warnings collects the lines a reader did not understand: the first few
-// quoted, the rest counted.
-type warnings struct {
-	max    int
-	list   []string
-	more   int64
-	reason string
-}
-
-func (w *warnings) line(no int64, line []byte, why string) {
-	if len(w.list) >= w.max {
-		w.more++
-		return
-	}
-	w.list = append(w.list, fmt.Sprintf("line %d not understood (%s): %s", no, why, quote(line)))
-}
-
-func (w *warnings) done() []string {
-	if w.more > 0 {
-		w.list = append(w.list, fmt.Sprintf("%d more lines not understood", w.more))
-	}
-	return w.list
-}
-
-// quote shows at most 80 bytes of a line, escaped: the input may be binary.
-func quote(b []byte) string {
-	const max = 80
-	if len(b) > max {
-		return strconv.QuoteToASCII(string(b[:max])) + "…"
-	}
-	return strconv.QuoteToASCII(string(b))
 }
 
 // fields splits at runs of spaces and tabs, into dst (reused).

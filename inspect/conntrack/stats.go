@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect/internal/scan"
 )
 
 // Stats are the counters of /proc/net/stat/nf_conntrack: a header line
@@ -45,7 +47,7 @@ func ReadStats(r io.Reader) (*Stats, error) {
 	s := &Stats{}
 	var trunc Truncation
 	lr := newLineReader(r, lim, &trunc)
-	w := warnings{max: lim.MaxWarnings}
+	w := scan.Warnings{Max: lim.MaxWarnings}
 	var f [][]byte
 	for {
 		line, ok := lr.next()
@@ -58,22 +60,22 @@ func ReadStats(r io.Reader) (*Stats, error) {
 		}
 		if s.Columns == nil {
 			if why := s.header(f); why != "" {
-				w.line(lr.no, line, why)
+				w.Line(lr.no, line, why)
 			}
 			continue
 		}
 		if len(s.CPUs) >= maxCPUs {
-			w.line(lr.no, line, "more CPUs than "+strconv.Itoa(maxCPUs))
+			w.Line(lr.no, line, "more CPUs than "+strconv.Itoa(maxCPUs))
 			continue
 		}
 		if why := s.row(f); why != "" {
-			w.line(lr.no, line, why)
+			w.Line(lr.no, line, why)
 		}
 	}
 	if s.Columns == nil {
-		w.list = append(w.list, "no header line naming the columns")
+		w.Add("no header line naming the columns")
 	}
-	s.Warnings = append(w.done(), trunc.warnings(lim)...)
+	s.Warnings = append(w.Done(), trunc.warnings(lim)...)
 	return s, lr.err
 }
 

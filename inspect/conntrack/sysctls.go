@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect/internal/scan"
 )
 
 // Sysctls are kernel settings by their dotted name ("net.ipv4.ip_forward").
@@ -84,7 +86,7 @@ func ReadSysctls(r io.Reader) (*Sysctls, error) {
 	s := &Sysctls{Values: map[string]string{}}
 	var trunc Truncation
 	lr := newLineReader(r, lim, &trunc)
-	w := warnings{max: lim.MaxWarnings}
+	w := scan.Warnings{Max: lim.MaxWarnings}
 	for {
 		line, ok := lr.next()
 		if !ok {
@@ -95,14 +97,14 @@ func ReadSysctls(r io.Reader) (*Sysctls, error) {
 			continue
 		}
 		if len(s.Values) >= maxSysctls {
-			w.line(lr.no, line, "more settings than "+strconv.Itoa(maxSysctls))
+			w.Line(lr.no, line, "more settings than "+strconv.Itoa(maxSysctls))
 			continue
 		}
 		if why := s.line(line); why != "" {
-			w.line(lr.no, line, why)
+			w.Line(lr.no, line, why)
 		}
 	}
-	s.Warnings = append(w.done(), trunc.warnings(lim)...)
+	s.Warnings = append(w.Done(), trunc.warnings(lim)...)
 	return s, lr.err
 }
 

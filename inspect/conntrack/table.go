@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect/internal/scan"
 )
 
 // ReadTable reads a conntrack table in any of its text forms, detected per
@@ -20,7 +22,7 @@ func ReadTable(r io.Reader, lim Limits, keep func(*Entry) bool) (*Table, error) 
 	lim = lim.normalized()
 	t := &Table{Shown: -1, Count: -1, Max: -1, Buckets: -1}
 	lr := newLineReader(r, lim, &t.Truncated)
-	w := warnings{max: lim.MaxWarnings}
+	w := scan.Warnings{Max: lim.MaxWarnings}
 	var (
 		e       Entry
 		p       entryParser
@@ -43,7 +45,7 @@ func ReadTable(r io.Reader, lim Limits, keep func(*Entry) bool) (*Table, error) 
 				shown += n
 				trailer = true
 			} else if !isCommandLine(line) {
-				w.line(lr.no, line, why)
+				w.Line(lr.no, line, why)
 			}
 			continue
 		}
@@ -66,10 +68,10 @@ func ReadTable(r io.Reader, lim Limits, keep func(*Entry) bool) (*Table, error) 
 	if trailer {
 		t.Shown = shown
 		if parsed != shown && !t.Truncated.Incomplete {
-			w.list = append(w.list, fmt.Sprintf("conntrack showed %d entries, %d read: the listing is not whole", shown, parsed))
+			w.Add(fmt.Sprintf("conntrack showed %d entries, %d read: the listing is not whole", shown, parsed))
 		}
 	}
-	t.Warnings = append(w.done(), t.Truncated.warnings(lim)...)
+	t.Warnings = append(w.Done(), t.Truncated.warnings(lim)...)
 	return t, lr.err
 }
 

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"strconv"
 )
 
 // lineReader cuts the input into lines in place in its buffer, skipping a
@@ -87,36 +85,4 @@ func (lr *lineReader) stop(err error) ([]byte, bool) {
 	}
 	lr.trunc.BytesRead = lr.read
 	return nil, false
-}
-
-// warnings collects the lines a reader did not understand: the first few
-// quoted, the rest counted.
-type warnings struct {
-	max  int
-	list []string
-	more int64
-}
-
-func (w *warnings) line(no int64, line []byte, why string) {
-	if len(w.list) >= w.max {
-		w.more++
-		return
-	}
-	w.list = append(w.list, fmt.Sprintf("line %d not understood (%s): %s", no, why, quote(line)))
-}
-
-func (w *warnings) done() []string {
-	if w.more > 0 {
-		w.list = append(w.list, fmt.Sprintf("%d more lines not understood", w.more))
-	}
-	return w.list
-}
-
-// quote shows at most 80 bytes of a line, escaped: the input may be binary.
-func quote(b []byte) string {
-	const max = 80
-	if len(b) > max {
-		return strconv.QuoteToASCII(string(b[:max])) + "…"
-	}
-	return strconv.QuoteToASCII(string(b))
 }

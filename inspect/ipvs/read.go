@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect/internal/scan"
 )
 
 // Read reads an IPVS table in any of the forms doc.go lists, detected from
@@ -16,7 +18,7 @@ func Read(r io.Reader, lim Limits) (*Table, error) {
 	lim = lim.normalized()
 	t := &Table{ConnTableSize: -1}
 	lr := newLineReader(r, lim, &t.Truncated)
-	p := parser{t: t, lim: lim, w: warnings{max: lim.MaxWarnings}, cur: -1, saved: map[string]int{}}
+	p := parser{t: t, lim: lim, w: scan.Warnings{Max: lim.MaxWarnings}, cur: -1, saved: map[string]int{}}
 	for {
 		line, ok := lr.next()
 		if !ok {
@@ -25,7 +27,7 @@ func Read(r io.Reader, lim Limits) (*Table, error) {
 		p.line(lr.no, line)
 	}
 	t.Format = p.forms.format()
-	t.Warnings = append(p.w.done(), p.notes()...)
+	t.Warnings = append(p.w.Done(), p.notes()...)
 	return t, lr.err
 }
 
@@ -44,7 +46,7 @@ const (
 type parser struct {
 	t     *Table
 	lim   Limits
-	w     warnings
+	w     scan.Warnings
 	hdr   header
 	forms formSet
 	// cur is the index of the service real servers are added to, -1 when
@@ -107,7 +109,7 @@ func (p *parser) line(no int64, raw []byte) {
 	}
 
 	if why != "" {
-		p.w.line(no, line, why)
+		p.w.Line(no, line, why)
 	}
 }
 
