@@ -115,6 +115,7 @@ func Conntrack(n *Node, in ConntrackInputs) *ConntrackReport {
 				Reason: "no API objects were given", Remedy: "--from-objects (kubectl get services,endpointslices,nodes -A -o json)"})
 		}
 	}
+	rep.cleanupVersionGap(n)
 	rep.pressure(n, in)
 	rep.settings(n, in, mode)
 	rep.summarize(in)

@@ -54,6 +54,9 @@ type Node struct {
 	// counters, sysctls); nil when none was read. Triage judges it
 	// (diagnose.Conntrack) or says it was not checked.
 	Kernel *ConntrackInputs
+	// KubeProxyVersion is the node's kube-proxy version ("v1.37.2"), ""
+	// when not known (from its image's tag).
+	KubeProxyVersion string
 
 	res *correlate.Result
 }

@@ -144,6 +144,9 @@ func (ld *Loader) describeNode(req Request, set *inputSet, l *Loaded) {
 			l.Node.Scope = l.Collected.Scope
 		}
 	}
+	if l.Collected != nil {
+		l.Node.KubeProxyVersion = collect.KubeProxyVersion(l.Collected.Image)
+	}
 	if l.Conntrack != nil || len(l.ConntrackStats) > 0 || l.Sysctls != nil {
 		in := conntrackInputs(l)
 		l.Node.Kernel = &in
