@@ -8,6 +8,8 @@
 #   make fixtures  regenerate testdata/fixtures from kube-proxy's own code (root, network namespaces)
 #   make bench     benchmarks: whole commands on generated nodes of 1,250-5,000 Services,
 #                  parsers, object decoding, attribution (BENCH=regexp COUNT=n)
+#   make bench-process  the built command's map -o json as a process of its own, paired with
+#                  sha256sum of its inputs (ROUNDS=n interleaved pairs, COUNT=n)
 #   make dist      release archives for 6 platforms, checksums and the krew manifest (hack/dist.mk)
 
 SHELL     := /bin/bash
@@ -17,7 +19,7 @@ BIN       := $(CACHE)/bin
 PLUGIN    := $(BIN)/kubectl-proxyrules
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test test-deps vet unit race fuzz fixtures bench clean
+.PHONY: all build demo test test-deps vet unit race fuzz fixtures bench bench-process clean
 
 all: build
 
@@ -82,6 +84,10 @@ BENCH ?= .
 COUNT ?= 1
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 2h ./inspect/... ./correlate ./diagnose ./plugin
+
+ROUNDS ?= 7
+bench-process:
+	$(GO) test -run '^$$' -bench MapProcess -benchtime $(ROUNDS)x -count $(COUNT) -timeout 30m ./cmd/kubectl-proxyrules
 
 clean:
 	rm -rf $(CACHE)

@@ -28,7 +28,7 @@ var built struct {
 }
 
 // binary is the command built once for the tests that signal it.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
