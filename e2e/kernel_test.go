@@ -501,7 +501,10 @@ func affinityEndpoints(t, top *testing.T, want int) {
 	t.Logf("affinity: %d endpoints again for the test (it had %d)", len(d.eps), len(slice.Endpoints))
 	t.Cleanup(func() { patch(slice.Endpoints) })
 	top.Cleanup(func() {
-		waitFor(top, 10*time.Second, "node-b has the affinity endpoint chains it had before the test", func() error {
+		// kube-proxy's nftables mode deletes a stale chain at its first sync
+		// a second after the chain went stale (proxier.go, staleChains):
+		// the next change, or else its periodic sync (node-b: every 30 s).
+		waitFor(top, 45*time.Second, "node-b has the affinity endpoint chains it had before the test", func() error {
 			now, err := chains()
 			if err != nil {
 				return err
