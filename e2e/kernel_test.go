@@ -501,10 +501,19 @@ func affinityEndpoints(t, top *testing.T, want int) {
 	t.Logf("affinity: %d endpoints again for the test (it had %d)", len(d.eps), len(slice.Endpoints))
 	t.Cleanup(func() { patch(slice.Endpoints) })
 	top.Cleanup(func() {
-		// kube-proxy's nftables mode deletes a stale chain at its first sync
-		// a second after the chain went stale (proxier.go, staleChains):
-		// the next change, or else its periodic sync (node-b: every 30 s).
-		waitFor(top, 45*time.Second, "node-b has the affinity endpoint chains it had before the test", func() error {
+		// kube-proxy's nftables mode deletes a stale chain only at a sync a
+		// second or more after it went stale (proxier.go, staleChains), and
+		// without a change its next sync is an hour away: an EndpointSlice
+		// of no Service is such a change, and makes no chain.
+		time.Sleep(1100 * time.Millisecond)
+		nudge := svcDef{ns: nsScenario, name: "e2e-nudge", ports: d.ports, eps: []endpoint{{ip: "10.244.9.250"}}}
+		marks := markAll(top)
+		createObjects(top, sliceObject(nudge))
+		waitAll(top, marks, 0, 1)
+		marks = markAll(top)
+		kubectl(top, "-n", nsScenario, "delete", "endpointslice", sliceName(nudge))
+		waitAll(top, marks, 0, 1)
+		waitFor(top, 10*time.Second, "node-b has the affinity endpoint chains it had before the test", func() error {
 			now, err := chains()
 			if err != nil {
 				return err
