@@ -51,6 +51,12 @@ func DetectMode(rs *inspect.Ruleset) ModeDetection {
 			d.Evidence = append(d.Evidence, fmt.Sprintf("table %s kube-proxy with %d chains", t.Family, len(t.Chains)))
 		}
 	}
+	if rs.HasIPVS() {
+		// the virtual server table itself: IPVS mode whatever the iptables
+		// side shows (a listing pasted alone has none)
+		ipvs = true
+		d.Evidence = append(d.Evidence, fmt.Sprintf("IPVS table (%s) with %d virtual servers", rs.IPVS.Table.Format, len(rs.IPVS.Table.Services)))
+	}
 	switch {
 	case ipt && nft:
 		d.Detected = kubeproxy.ModeBoth

@@ -52,6 +52,9 @@ type Ruleset struct {
 	Dumps    []Dump
 	IPTables []*IPTable
 	NFTables []*NFTTable
+	// IPVS is what was read of IPVS mode's own state (ipvsstate.go); nil
+	// when nothing was.
+	IPVS *IPVSState
 }
 
 // Dump describes one input that was read.
@@ -77,6 +80,7 @@ func (r *Ruleset) Merge(other *Ruleset) {
 	r.Dumps = append(r.Dumps, other.Dumps...)
 	r.IPTables = append(r.IPTables, other.IPTables...)
 	r.NFTables = append(r.NFTables, other.NFTables...)
+	r.mergeIPVS(other.IPVS)
 }
 
 // IPTable returns the first iptables table with that family and name.

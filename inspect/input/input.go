@@ -17,6 +17,7 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/internal/scan"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ipvs"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/nft"
 )
@@ -25,7 +26,7 @@ import (
 // an "nftables" key too).
 var nftJSON = regexp.MustCompile(`^\{\s*"nftables"\s*:\s*\[`)
 
-const unrecognised = "unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, iptables -S or -L output, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines or Prometheus metrics"
+const unrecognised = "unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, iptables -S or -L output, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines, an IPVS table (/proc/net/ip_vs, ipvsadm -Ln or -Sn) or Prometheus metrics"
 
 // Detect names the format of an input from its first bytes. It never
 // declares a format it cannot see: unknown input gives an error that says
@@ -51,6 +52,9 @@ func Detect(head []byte) (inspect.Format, error) {
 		line := strings.TrimSpace(string(raw))
 		if line == "" {
 			continue
+		}
+		if ipvs.IsIPVSLine(line) {
+			return inspect.FormatIPVS, nil
 		}
 		if f, ok := iptablesLine(line, trimmed); ok {
 			return f, nil
@@ -218,6 +222,11 @@ func (o Options) Read(r io.Reader, source string) (*Input, error) {
 		in.Ruleset, err = nft.ParseText(br, source)
 	case inspect.FormatKnftablesDump:
 		in.Ruleset, err = nft.ParseKnftablesDump(br, source)
+	case inspect.FormatIPVS:
+		var t *ipvs.Table
+		if t, err = ipvs.Read(br, ipvs.DefaultLimits()); err == nil {
+			in.Ruleset = inspect.IPVSRuleset(t, source)
+		}
 	case inspect.FormatMetrics:
 		in.Metrics, err = metrics.Parse(br, source)
 	}

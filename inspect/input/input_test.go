@@ -32,13 +32,21 @@ func TestDetect(t *testing.T) {
 		{"(⎈|kind-kind:default) [root@node-a ~]# iptables -t nat -S\n-P PREROUTING ACCEPT\n", inspect.FormatIPTablesRules},
 		{"user@laptop ~ % sudo iptables -t nat -L -n\nChain PREROUTING (policy ACCEPT)\n", inspect.FormatIPTablesList},
 		{"➜  ~ iptables-save -t nat\n:PREROUTING ACCEPT [0:0]\n", inspect.FormatIPTablesExcerpt},
+		// IPVS listings (issue 32, item 1): before the iptables forms, whose
+		// "-A " an -Sn line starts with too.
+		{"IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n", inspect.FormatIPVS},
+		{"TCP  0A600001:01BB rr\n  -> 0A000002:1918      Masq    1      0          0\n", inspect.FormatIPVS},
+		{"-A -t 10.96.0.1:443 -s rr\n-a -t 10.96.0.1:443 -r 10.0.0.2:6443 -m -w 1\n", inspect.FormatIPVS},
+		{"$ sudo ipvsadm -Ln --stats\nProt LocalAddress:Port  Conns InPkts OutPkts InBytes OutBytes\n", inspect.FormatIPVS},
+		{"[root@node-a ~]# cat /proc/net/ip_vs\nIP Virtual Server version 1.2.1 (size=4096)\n", inspect.FormatIPVS},
+		{"UDP  [fd00::a]:53 rr\n", inspect.FormatIPVS},
 	}
 	for _, tc := range tests {
 		if got, err := input.Detect([]byte(tc.head)); err != nil || got != tc.want {
 			t.Errorf("Detect(%.40q) = %s, %v; want %s", tc.head, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "hello world\n", "{\"items\": []}", "# just a comment\n", "*nat\x00"} {
+	for _, bad := range []string{"", "hello world\n", "{\"items\": []}", "# just a comment\n", "*nat\x00", "TCP is a protocol\n"} {
 		if got, err := input.Detect([]byte(bad)); err == nil {
 			t.Errorf("Detect(%q) = %s, want an error", bad, got)
 		}
@@ -98,4 +106,47 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("format %s: ruleset %v metrics %v", in.Format, in.Ruleset != nil, in.Metrics != nil)
 		}
 	})
+}
+
+// The three forms the IPVS fixture holds read to the same table, as
+// kube-proxy v1.37.2's real proxier left it (issue 32, item 1).
+func TestReadIPVSForms(t *testing.T) {
+	var want *inspect.Ruleset
+	for _, name := range []string{"proc-net-ip_vs.txt", "ipvsadm-Ln.txt", "ipvsadm-Sn.txt"} {
+		data, err := os.ReadFile(filepath.Join(fixture.Root, "small-v1.37", "ipvs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := input.Read(strings.NewReader(string(data)), name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if in.Format != inspect.FormatIPVS || !in.Ruleset.HasIPVS() || len(in.Ruleset.Dumps) != 1 {
+			t.Fatalf("%s: format %s, ipvs %v, dumps %d", name, in.Format, in.Ruleset.HasIPVS(), len(in.Ruleset.Dumps))
+		}
+		tab := in.Ruleset.IPVS.Table
+		if len(tab.Services) != 33 || len(tab.Warnings) != 0 {
+			t.Errorf("%s: %d virtual servers, warnings %q; want the fixture's 33 and none", name, len(tab.Services), tab.Warnings)
+		}
+		if want == nil {
+			want = in.Ruleset
+			continue
+		}
+		// Merged with the /proc form, the -Ln and -Sn forms add no
+		// service and no real server: they are the same table.
+		merged := &inspect.Ruleset{}
+		merged.Merge(want)
+		merged.Merge(in.Ruleset)
+		if got, w := realServers(merged), realServers(want); len(merged.IPVS.Table.Services) != 33 || got != w {
+			t.Errorf("/proc + %s: %d services, %d real servers; want 33 and %d", name, len(merged.IPVS.Table.Services), got, w)
+		}
+	}
+}
+
+func realServers(rs *inspect.Ruleset) int {
+	n := 0
+	for _, s := range rs.IPVS.Table.Services {
+		n += len(s.RealServers)
+	}
+	return n
 }

@@ -135,6 +135,7 @@ var rulesetWhat = map[inspect.Format]string{
 	inspect.FormatNFTJSON:         "an nftables dump (nft -j list ruleset)",
 	inspect.FormatNFTText:         "an nftables dump (nft list ruleset)",
 	inspect.FormatKnftablesDump:   "an nftables dump (knftables)",
+	inspect.FormatIPVS:            "an IPVS table (/proc/net/ip_vs or ipvsadm)",
 }
 
 func joinWords(w []string) string {
