@@ -81,6 +81,9 @@ type Config struct {
 	// NodePortAddresses as configured; in nftables mode an empty list
 	// becomes ["primary"].
 	NodePortAddresses  []string `json:"nodePortAddresses"`
+	// IPVSScheduler is ipvs.scheduler after defaulting ("" becomes "rr",
+	// pkg/proxy/ipvs/proxier.go:92): what every virtual server should use.
+	IPVSScheduler string `json:"ipvsScheduler,omitempty"`
 	BindAddress        string   `json:"bindAddress"`
 	MetricsBindAddress string   `json:"metricsBindAddress"`
 	HealthzBindAddress string   `json:"healthzBindAddress"`
@@ -478,6 +481,7 @@ type rawConfig struct {
 	detectLocalMode               string
 	localhostNodePorts            *bool
 	nodePortAddresses             []string
+	ipvsScheduler                 string
 	bindAddress, metricsBind      string
 	healthzBind, hostnameOverride string
 	tcpBeLiberal                  bool
@@ -515,6 +519,7 @@ func (c *Config) fromV1Alpha1(m map[string]any, configz bool) error {
 		raw.localhostNodePorts = &b
 	}
 	raw.nodePortAddresses, _ = g.strings("nodePortAddresses")
+	raw.ipvsScheduler, _ = g.str("ipvs", "scheduler")
 	raw.bindAddress, _ = g.str("bindAddress")
 	raw.metricsBind, _ = g.str("metricsBindAddress")
 	raw.healthzBind, _ = g.str("healthzBindAddress")
@@ -564,6 +569,7 @@ func (c *Config) fromInternal(m map[string]any) error {
 		raw.localhostNodePorts = &b
 	}
 	raw.nodePortAddresses, _ = g.strings("NodePortAddresses")
+	raw.ipvsScheduler, _ = g.str("IPVS", "Scheduler")
 	raw.bindAddress, _ = g.str("BindAddress")
 	raw.metricsBind, _ = g.str("MetricsBindAddress")
 	raw.healthzBind, _ = g.str("HealthzBindAddress")

@@ -416,3 +416,21 @@ func FuzzParseProxyConfig(f *testing.F) {
 		}
 	})
 }
+
+// ipvs.scheduler, defaulted to rr as kube-proxy does (issue 32, item 3).
+func TestIPVSScheduler(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"apiVersion":"kubeproxy.config.k8s.io/v1alpha1","kind":"KubeProxyConfiguration","mode":"ipvs","ipvs":{"scheduler":"lc"}}`, "lc"},
+		{`{"apiVersion":"kubeproxy.config.k8s.io/v1alpha1","kind":"KubeProxyConfiguration","mode":"ipvs","ipvs":{"scheduler":""}}`, "rr"},
+		{configzInternal, "rr"},
+		{strings.Replace(configzInternal, `"IPVS":{"Scheduler":""`, `"IPVS":{"Scheduler":"sh"`, 1), "sh"},
+	} {
+		c, err := Parse(strings.NewReader(tc.in), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.IPVSScheduler != tc.want {
+			t.Errorf("%.60s: scheduler %q, want %q", tc.in, c.IPVSScheduler, tc.want)
+		}
+	}
+}

@@ -181,6 +181,13 @@ func (c *Config) applyNodePorts(raw rawConfig, d defaults) {
 		d.add(d.name("nodePortAddresses", "NodePortAddresses"), `["primary"] (nftables mode)`)
 	}
 	c.LocalhostNodePortsEffective = *c.LocalhostNodePorts && nodePortAddressesContainIPv4Loopback(c.NodePortAddresses)
+	c.IPVSScheduler = raw.ipvsScheduler
+	if c.IPVSScheduler == "" {
+		c.IPVSScheduler = "rr"
+		if c.Mode == kubeproxy.ModeIPVS {
+			d.add(d.name("ipvs.scheduler", "IPVS.Scheduler"), "rr")
+		}
+	}
 }
 
 // applyBindAddresses sets bindAddress and the metrics and healthz
