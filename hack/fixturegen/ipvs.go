@@ -59,9 +59,12 @@ type ipvsRun struct {
 	ipvs  *ipvstest.FakeIPVS
 	ipset *ipsettest.FakeIPSet
 	ipts  map[v1.IPFamily]*iptablestest.FakeIPTables
+	// nl are the fake netlink handles: the addresses kube-proxy bound to
+	// kube-ipvs0.
+	nl map[v1.IPFamily]*netlinktest.FakeNetlinkHandle
 }
 
-func newIPVSProxier(ctx context.Context, sc *Scenario, f v1.IPFamily, run *ipvsRun, rec events.EventRecorder) (*ipvs.Proxier, error) {
+func newIPVSProxier(ctx context.Context, sc *Scenario, f v1.IPFamily, run *ipvsRun, x *ipvsScenario, rec events.EventRecorder) (*ipvs.Proxier, error) {
 	ipt := &nodeIPTables{FakeIPTables: run.ipts[f], monitorDone: make(chan struct{})}
 	// NewProxier sets its sysctls on the fake and reads the real kernel's
 	// version (utilkernel.GetVersion): on >= 5.9 vs/conn_reuse_mode is left as-is.
@@ -71,38 +74,79 @@ func newIPVSProxier(ctx context.Context, sc *Scenario, f v1.IPFamily, run *ipvsR
 		return nil, err
 	}
 	nl := netlinktest.NewFakeNetlinkHandle(f == v1.IPv6Protocol)
+	run.nl[f] = nl
 	// the node's address as kube-proxy's netlink sees it (NodePort virtual servers)
 	if err := nl.SetLocalAddresses("eth0", familyNodeIP(f).String()); err != nil {
 		return nil, err
 	}
+	if x.loopback {
+		lo := "127.0.0.1"
+		if f == v1.IPv6Protocol {
+			lo = "::1"
+		}
+		return p, swapNetlink(p, &loopbackNetlink{FakeNetlinkHandle: nl, loopback: lo})
+	}
 	return p, swapNetlink(p, nl)
 }
 
-func runIPVS(sc *Scenario, out string) error {
-	ctx := context.Background()
-	first, _ := finalObjects(sc)
-	if sc.Churn != nil || sc.ExtraSyncs > 0 || sc.IPTablesSeed != nil {
-		return fmt.Errorf("ipvs: scenario %s has churn/extra syncs/seeds, not supported", sc.Name)
-	}
+func newIPVSRun(ctx context.Context, sc *Scenario, x *ipvsScenario) (*ipvsRun, proxier, error) {
 	run := &ipvsRun{
 		ipvs:  ipvstest.NewFake(),
 		ipset: ipsettest.NewFake(ipsetVersion),
 		ipts:  map[v1.IPFamily]*iptablestest.FakeIPTables{},
+		nl:    map[v1.IPFamily]*netlinktest.FakeNetlinkHandle{},
 	}
 	ps := map[v1.IPFamily]proxier{}
 	rec := newRecorder()
 	for _, f := range families {
 		run.ipts[f] = newFakeIPTables(f)
-		p, err := newIPVSProxier(ctx, sc, f, run, rec)
+		p, err := newIPVSProxier(ctx, sc, f, run, x, rec)
 		if err != nil {
-			return fmt.Errorf("ipvs.NewProxier(%s): %w", f, err)
+			return nil, nil, fmt.Errorf("ipvs.NewProxier(%s): %w", f, err)
 		}
 		ps[f] = p
 	}
-	mp := metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol])
+	return run, metaproxier.NewMetaProxier(ps[v1.IPv4Protocol], ps[v1.IPv6Protocol]), nil
+}
+
+// runIPVS runs the scenario's syncs: the first with all objects, then (with
+// a churn) the churn's events and a second sync, as runIPTables does.
+func runIPVS(sc *Scenario, out string) error {
+	x := ipvsScenarios[sc.Name]
+	if x == nil {
+		return fmt.Errorf("ipvs: scenario %s has no IPVS fixture (hack/fixturegen/ipvs_scenarios.go)", sc.Name)
+	}
+	if sc.ExtraSyncs > 0 || sc.IPTablesSeed != nil {
+		return fmt.Errorf("ipvs: scenario %s has extra syncs/seeds, not supported", sc.Name)
+	}
+	first, final := finalObjects(sc)
+	run, mp, err := newIPVSRun(context.Background(), sc, x)
+	if err != nil {
+		return err
+	}
 	tellTopology(mp, sc)
 	feed(mp, first)
-	return run.write(filepath.Join(out, "ipvs"))
+	dir := filepath.Join(out, "ipvs")
+	if sc.Churn != nil {
+		// the connections clients opened after the first sync, before the churn
+		if err := run.setConns(x.conns); err != nil {
+			return err
+		}
+		if err := run.writeTable(dir, ".sync1"); err != nil {
+			return err
+		}
+		applyChurn(mp, first, final)
+		syncNow(mp)
+		run.keepConns(x.conns)
+	}
+	svcs, err := run.services()
+	if err != nil {
+		return err
+	}
+	if err := writeIPVSMeta(out, ipvsFacts(svcs, x), x); err != nil {
+		return err
+	}
+	return run.write(dir)
 }
 
 // services converts the FakeIPVS state into what the kernel would hold.
@@ -131,6 +175,10 @@ func (run *ipvsRun) services() ([]ipvsService, error) {
 		}
 		svcs = append(svcs, s)
 	}
+	// FakeIPVS lists in map order; libipvs' comparators are not transitive
+	// (u32diff), so ipvsadm's order depends on the order it was given:
+	// start from one fixed order so that a run gives the same files.
+	canonicalIPVS(svcs)
 	sortIPVS(svcs)
 	return svcs, nil
 }
@@ -186,16 +234,32 @@ func withRunnerDefaults(set utilipset.IPSet) utilipset.IPSet {
 	return set
 }
 
-func (run *ipvsRun) write(dir string) error {
+// writeTable writes the FakeIPVS state as /proc/net/ip_vs, ipvsadm -Ln
+// and ipvsadm -Sn print it; suffix ".sync1" names the state after the
+// first sync of a churn scenario.
+func (run *ipvsRun) writeTable(dir, suffix string) error {
 	svcs, err := run.services()
 	if err != nil {
 		return err
 	}
+	for name, data := range map[string]string{
+		"proc-net-ip_vs": renderProcNetIPVS(svcs),
+		"ipvsadm-Ln":     renderIPVSAdmList(svcs),
+		"ipvsadm-Sn":     renderIPVSAdmSave(svcs),
+	} {
+		if err := writeFile(filepath.Join(dir, name+suffix+".txt"), []byte(data)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (run *ipvsRun) write(dir string) error {
+	if err := run.writeTable(dir, ""); err != nil {
+		return err
+	}
 	files := map[string]string{
-		"proc-net-ip_vs.txt": renderProcNetIPVS(svcs),
-		"ipvsadm-Ln.txt":     renderIPVSAdmList(svcs),
-		"ipvsadm-Sn.txt":     renderIPVSAdmSave(svcs),
-		"ipset-restore.txt":  run.ipsetRestore(),
+		"ipset-restore.txt": run.ipsetRestore(),
 	}
 	for _, f := range families {
 		files["iptables-restore-"+famSuffix(f)+".txt"] = run.ipts[f].Dump.String()
@@ -205,7 +269,10 @@ func (run *ipvsRun) write(dir string) error {
 			return err
 		}
 	}
-	return loadIPVSState(dir)
+	if err := loadIPVSState(dir); err != nil {
+		return err
+	}
+	return run.showKubeIPVS0(dir)
 }
 
 var saveDate = regexp.MustCompile(`(?m)^(# (?:Generated by .*|Completed)) on .*$`)
@@ -240,7 +307,9 @@ func loadIPVSState(dir string) error {
 			return err
 		}
 	}
-	return nil
+	// after the iptables load, so References counts kube-proxy's -m set rules
+	_, err = runTool(dir, "", "ipset-list.txt", "ipset", "list")
+	return err
 }
 
 // runTool runs a tool with stdin from dir/in (if set), writes stdout to

@@ -279,3 +279,26 @@ func renderIPVSAdmSave(svcs []ipvsService) string {
 	}
 	return b.String()
 }
+
+// canonicalIPVS puts services and real servers in a total order (family,
+// protocol, address bytes, port), the input sortIPVS then reorders as
+// ipvsadm does.
+func canonicalIPVS(svcs []ipvsService) {
+	key := func(ip net.IP, port uint16) string {
+		return fmt.Sprintf("%x/%05d", ip.To16(), port)
+	}
+	sort.Slice(svcs, func(i, j int) bool {
+		a, b := &svcs[i], &svcs[j]
+		if a.v6() != b.v6() {
+			return !a.v6()
+		}
+		if a.Proto != b.Proto {
+			return a.Proto < b.Proto
+		}
+		return key(a.Addr, a.Port) < key(b.Addr, b.Port)
+	})
+	for k := range svcs {
+		d := svcs[k].Dests
+		sort.Slice(d, func(i, j int) bool { return key(d[i].Addr, d[i].Port) < key(d[j].Addr, d[j].Port) })
+	}
+}
