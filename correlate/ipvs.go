@@ -84,8 +84,12 @@ type IPVSVirtualServer struct {
 	Frontend    string `json:"frontend,omitempty"` // Frontend*
 	// AffinitySeconds is the Service port's ClientIP affinity timeout
 	// (kube-proxy programs it as the persistence), 0 for none.
-	AffinitySeconds int32            `json:"affinitySeconds,omitempty"`
-	RealServers     []IPVSRealServer `json:"realServers"`
+	AffinitySeconds int32 `json:"affinitySeconds,omitempty"`
+	// AddrInferred: a NodePort virtual server on an address not known to
+	// be the node's, attributed by its port (kube-proxy creates one on
+	// every local address but kube-ipvs0's and loopback).
+	AddrInferred bool             `json:"addrInferred,omitempty"`
+	RealServers  []IPVSRealServer `json:"realServers"`
 }
 
 // IPVSRealServer is one real server of a virtual server.
@@ -96,6 +100,13 @@ type IPVSRealServer struct {
 	// Endpoint: an endpoint (address and target port) of the virtual
 	// server's Service port, in any condition.
 	Endpoint bool `json:"endpoint"`
+	// Expected: kube-proxy makes this endpoint a real server here (set by
+	// ExplainIPVS: ready, of the topology, local under a Local policy).
+	Expected bool `json:"expected,omitempty"`
+	// ActiveConn and InActConn are the connections the form shows, -1
+	// where it does not (-Sn, --stats).
+	ActiveConn int64 `json:"activeConn"`
+	InActConn  int64 `json:"inActConn"`
 }
 
 // FindIPVS joins in.Table with the Services.
@@ -153,6 +164,13 @@ func (ix *conntrackIndex) joinIPVS(s *ipvs.Service) IPVSVirtualServer {
 	if s.Protocol != ipvs.ProtoFWMark {
 		sp, vs.Frontend = ix.ipvsFrontend(strings.ToLower(string(s.Protocol)), addr)
 	}
+	if sp == nil && s.Protocol != ipvs.ProtoFWMark && !ix.known[addr.Addr()] && len(ix.byAddr[addr.Addr()]) == 0 && !addr.Addr().IsLoopback() && addr != IPVSProbe {
+		// a NodePort on a local address the input does not name (loopback
+		// ones are an older version's: see diagnose)
+		if sp = ix.nodePorts[strings.ToLower(string(s.Protocol))+"/"+fmt.Sprint(addr.Port())]; sp != nil {
+			vs.Frontend, vs.AddrInferred = FrontendNodePort, true
+		}
+	}
 	switch {
 	case sp != nil:
 		vs.Kind, vs.ServicePort, vs.AffinitySeconds = VirtualServiceServicePort, sp.String(), sp.AffinitySeconds
@@ -162,7 +180,7 @@ func (ix *conntrackIndex) joinIPVS(s *ipvs.Service) IPVSVirtualServer {
 	for _, r := range s.RealServers {
 		ra := netip.AddrPortFrom(r.Addr.Addr().Unmap(), r.Addr.Port())
 		vs.RealServers = append(vs.RealServers, IPVSRealServer{Addr: ra, Forward: string(r.Forward), Weight: r.Weight,
-			Endpoint: sp != nil && ix.endpoints[sp][ra]})
+			Endpoint: sp != nil && ix.endpoints[sp][ra], ActiveConn: r.ActiveConn, InActConn: r.InActConn})
 	}
 	return vs
 }

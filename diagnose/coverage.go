@@ -137,6 +137,9 @@ func gapsOf(all []gap, kinds ...string) []Gap {
 // hasRulesOf reports whether the dump holds the tables kube-proxy writes
 // for fam in the node's mode (either mode when the mode is unknown).
 func hasRulesOf(n *Node, mode kubeproxy.Mode, fam kubeproxy.Family) bool {
+	if mode == kubeproxy.ModeIPVS && n.Ruleset.HasIPVS() {
+		return true // the table holds both families; IPVS's own gaps say the rest
+	}
 	for _, t := range n.Ruleset.IPTables {
 		if t.Family == fam && t.Name == kubeproxy.TableNAT && mode != kubeproxy.ModeNFTables {
 			return true

@@ -79,6 +79,8 @@ type TriageReport struct {
 	// Conntrack is the node's conntrack table, counters and kernel
 	// settings judged (nil when they were not read: NotChecked says so).
 	Conntrack *ConntrackReport `json:"conntrack"`
+	// IPVS is the IPVS table judged, in IPVS mode (nil in the others).
+	IPVS *IPVSReport `json:"ipvs,omitempty"`
 }
 
 // A finding before it is grouped by cause: what it is about, so that a
@@ -132,7 +134,14 @@ func Triage(n *Node) *TriageReport {
 
 	modeFindings(n, rep, f.other)
 	backendFindings(n.Ruleset, f.other)
-	walkGaps := serviceFindings(n, explained, f.add)
+	var walkGaps []Gap
+	if rep.Mode.Detected == kubeproxy.ModeIPVS {
+		// IPVS mode's iptables rules name no endpoint: its table does
+		rep.IPVS = IPVS(n)
+		walkGaps = ipvsFindings(rep.IPVS, f.add)
+	} else {
+		walkGaps = serviceFindings(n, explained, f.add)
+	}
 
 	// Stale chains.
 	var syncPeriod time.Duration
