@@ -233,15 +233,15 @@ func judgeVirtualServer(n *Node, p correlate.IPVSPort, fe correlate.IPVSFrontend
 		}
 	}
 	add(SeverityError, ProblemMissingEndpoints, missing, "%s in the EndpointSlices and should be %s of {vs}, but %s not: propagation lag or a failed sync", listEndpoints(missing), realServersWord(missing), isAre(len(missing)))
-	add(SeverityError, ProblemExtraEndpoints, extra, "%s of {vs} but not in the EndpointSlices: connections may go to pods that are gone", realServersOf(extra))
-	add(SeverityError, ProblemWeightZero, weight0, "%s of {vs} at weight 0, so %s no new connections although kube-proxy uses %s here (it sets weight 1): kube-proxy has not caught up since %s came back", realServersOf(weight0), gets(weight0)+"", them(weight0), them(weight0))
+	add(SeverityError, ProblemExtraEndpoints, extra, "%s of {vs} %s not in the EndpointSlices: connections may go to pods that are gone", realServersOf(extra), isAre(len(extra)))
+	add(SeverityError, ProblemWeightZero, weight0, "%s of {vs} %s at weight 0, so %s no new connections although kube-proxy uses %s here (it sets weight 1): kube-proxy has not caught up since %s came back", realServersOf(weight0), isAre(len(weight0)), gets(weight0), them(weight0), them(weight0))
 	add(SeverityWarning, ProblemTerminating, terminating, "%s terminating but still %s of {vs} at a weight above 0: %s new connections", listEndpoints(terminating), realServersWord(terminating), gets(terminating))
-	add(SeverityWarning, ProblemUnexpected, unexpected, "%s of {vs} although kube-proxy would not use %s here (not ready, not local under a Local policy, or hinted for another zone or node)", realServersOf(unexpected), them(unexpected))
-	add(SeverityInfo, ProblemDraining, drainingKnown, "%s of {vs} at weight 0 with connections: a removed endpoint draining (graceful termination); it gets no new connections, and kube-proxy removes it once they close", realServersOf(drainingKnown))
-	add(SeverityInfo, ProblemDraining, drainingUnknown, "%s of {vs} at weight 0: a removed endpoint draining, or one that should be gone; this form shows no connection counts (read /proc/net/ip_vs or ipvsadm -Ln to tell)", realServersOf(drainingUnknown))
-	add(SeverityWarning, ProblemDrainedNotRemoved, gone, "%s of {vs} at weight 0 %s: kube-proxy removes a drained TCP real server within a minute and a UDP or SCTP one at once, so its graceful termination is stuck or kube-proxy is not running", realServersOf(gone), noConnsWhy(vs.Protocol))
+	add(SeverityWarning, ProblemUnexpected, unexpected, "%s of {vs} %s there although kube-proxy would not use %s here (not ready, not local under a Local policy, or hinted for another zone or node)", realServersOf(unexpected), isAre(len(unexpected)), them(unexpected))
+	add(SeverityInfo, ProblemDraining, drainingKnown, "%s of {vs} %s at weight 0 with connections: a removed endpoint draining (graceful termination) gets no new connections, and kube-proxy removes it once they close", realServersOf(drainingKnown), isAre(len(drainingKnown)))
+	add(SeverityInfo, ProblemDraining, drainingUnknown, "%s of {vs} %s at weight 0: a removed endpoint draining, or one that should be gone; this form shows no connection counts (read /proc/net/ip_vs or ipvsadm -Ln to tell)", realServersOf(drainingUnknown), isAre(len(drainingUnknown)))
+	add(SeverityWarning, ProblemDrainedNotRemoved, gone, "%s of {vs} %s at weight 0 %s: kube-proxy removes a drained TCP real server within a minute and a UDP or SCTP one at once, so its graceful termination is stuck or kube-proxy is not running", realServersOf(gone), isAre(len(gone)), noConnsWhy(vs.Protocol))
 	add(SeverityWarning, ProblemWeight, oddWeight, "%s of {vs}: kube-proxy sets weight 1, so another program changed %s", realServersOf(oddWeight), them(oddWeight))
-	add(SeverityWarning, ProblemForward, oddForward, "%s of {vs} not forwarded with Masq (NAT), the only method kube-proxy uses: another program changed %s", realServersOf(oddForward), them(oddForward))
+	add(SeverityWarning, ProblemForward, oddForward, "%s of {vs} %s not forwarded with Masq (NAT), the only method kube-proxy uses: another program changed %s", realServersOf(oddForward), isAre(len(oddForward)), them(oddForward))
 	return out
 }
 
@@ -254,9 +254,9 @@ func noConnsWhy(proto string) string {
 
 func realServersOf(eps []string) string {
 	if len(eps) == 1 {
-		return "real server " + eps[0] + " is"
+		return "real server " + eps[0]
 	}
-	return fmt.Sprintf("%d real servers (%s) are", len(eps), fewOf(eps))
+	return fmt.Sprintf("%d real servers (%s)", len(eps), fewOf(eps))
 }
 
 func realServersWord(eps []string) string {

@@ -1,0 +1,190 @@
+package diagnose_test
+
+import (
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/conntrack"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/kpconfig"
+	"github.com/proxyrules/kubectl-proxyrules/internal/fixture"
+)
+
+// The IPVS fixtures: the state kube-proxy v1.37.2's real IPVS proxier left
+// (hack/fixturegen -tags kpipvs), each table in three forms.
+var (
+	ipvsScenarios = []string{"small-v1.37", "topology-v1.37", "nft-churn-v1.37", "ipvs-drain-v1.37", "ipvs-loopback-v1.37"}
+	ipvsTables    = []string{"proc-net-ip_vs.txt", "ipvsadm-Ln.txt", "ipvsadm-Sn.txt"}
+)
+
+// ipvsNode is a scenario's IPVS node as an SRE would pass it: the table
+// (edited by edit), the iptables rules, the objects and Nodes, kube-proxy's
+// configuration in IPVS mode, the node's addresses and a healthy kernel.
+func ipvsNode(t *testing.T, sc, table string, edit func(string) string) *diagnose.Node {
+	t.Helper()
+	dir := fixture.Dir(sc)
+	objs := fixture.Objects(t, dir)
+	if text, ok := fixture.Text(t, dir, "nodes.json"); ok {
+		nodes, err := correlate.ReadObjects(strings.NewReader(text), "nodes.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs.Add(nodes)
+	}
+	text, ok := fixture.Text(t, filepath.Join(dir, "ipvs"), table)
+	if !ok {
+		t.Fatalf("%s has no ipvs/%s", sc, table)
+	}
+	if edit != nil {
+		text = edit(text)
+	}
+	rs := &inspect.Ruleset{}
+	rs.Merge(fixture.Parse(t, text, table))
+	for _, f := range []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt"} {
+		if s, ok := fixture.Text(t, filepath.Join(dir, "ipvs"), f); ok {
+			rs.Merge(fixture.Parse(t, s, f))
+		}
+	}
+	cm, ok := fixture.Text(t, fixture.Dir("small-v1.37"), "kube-proxy-configmap-iptables.yaml")
+	if !ok {
+		t.Fatal("no configmap")
+	}
+	cfg, err := kpconfig.Parse(strings.NewReader(strings.Replace(cm, "mode: iptables", "mode: ipvs", 1)), "configmap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Node    string   `json:"node"`
+		NodeIPs []string `json:"nodeIPs"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil || json.Unmarshal(data, &meta) != nil {
+		t.Fatalf("meta.json: %v", err)
+	}
+	n := &diagnose.Node{Name: meta.Node, Ruleset: rs, Objects: objs, Config: cfg, Kernel: healthyKernel(t)}
+	for _, s := range meta.NodeIPs {
+		n.Addresses = append(n.Addresses, netip.MustParseAddr(s))
+	}
+	sc2 := healthySysctls()
+	for k, v := range map[string]string{conntrack.SysctlIPVSConntrack: "1", conntrack.SysctlIPVSExpireNodestConn: "1",
+		conntrack.SysctlIPVSExpireQuiescent: "1", conntrack.SysctlIPVSConnReuseMode: "1"} {
+		sc2[k] = v
+	}
+	n.Kernel.Sysctls = sysctlBundle(t, sc2)
+	return n
+}
+
+// On every IPVS fixture, in every form, triage finds no error or warning:
+// the only things not checked are kube-proxy's metrics (none was given).
+func TestIPVSHealthyFixtures(t *testing.T) {
+	for _, sc := range ipvsScenarios {
+		for _, table := range ipvsTables {
+			t.Run(sc+"/"+table, func(t *testing.T) {
+				rep := diagnose.Triage(ipvsNode(t, sc, table, nil))
+				if rep.Mode.Detected != "ipvs" || rep.IPVS == nil || !rep.IPVS.Read {
+					t.Fatalf("mode %s, ipvs %+v", rep.Mode.Detected, rep.IPVS)
+				}
+				for _, f := range rep.Findings {
+					if f.Severity != diagnose.SeverityInfo {
+						t.Errorf("%s %s %s: %s", f.Severity, f.Area, f.Subject, f.Message)
+					}
+				}
+				for _, g := range rep.NotChecked {
+					// the fixture's configuration has no conntrack section
+					if !strings.Contains(g.Reason, "metrics") && !strings.Contains(g.Reason, "conntrack configuration") {
+						t.Errorf("not checked: %+v", g)
+					}
+				}
+				if len(rep.IPVS.Ports) == 0 {
+					t.Error("no Service port judged")
+				}
+			})
+		}
+	}
+}
+
+// Each fault injected into kube-proxy's own table is found, once, as the
+// first finding, with its kind, in every form that can show it.
+func TestIPVSFaults(t *testing.T) {
+	cases := []struct {
+		name, scenario string
+		tables         []string
+		edit           func(form, text string) string
+		sev            diagnose.Severity
+		kind, contains string
+	}{{
+		name: "a real server missing", scenario: "small-v1.37", tables: ipvsTables,
+		edit: dropRealServer("10.96.10.1:80", "10.244.1.11:8080"),
+		sev:  diagnose.SeverityError, kind: diagnose.ProblemMissingEndpoints, contains: "10.244.1.11:8080 is in the EndpointSlices",
+	}, {
+		name: "an extra real server", scenario: "small-v1.37", tables: ipvsTables,
+		edit: addRealServer("10.96.10.1:80", "10.244.2.99:8080", 1),
+		sev:  diagnose.SeverityError, kind: diagnose.ProblemExtraEndpoints, contains: "real server 10.244.2.99:8080 of clusterIP 10.96.10.1:80 is not in the EndpointSlices",
+	}, {
+		name: "an endpoint in use left at weight 0", scenario: "small-v1.37", tables: ipvsTables,
+		edit: setWeight("10.96.10.1:80", "10.244.0.11:8080", 0),
+		sev:  diagnose.SeverityError, kind: diagnose.ProblemWeightZero, contains: "at weight 0, so",
+	}, {
+		name: "a drained real server not removed", scenario: "ipvs-drain-v1.37", tables: ipvsTables[:2],
+		edit: setConns("10.96.60.10:53", "10.244.1.60:5353", 0),
+		sev:  diagnose.SeverityWarning, kind: diagnose.ProblemDrainedNotRemoved, contains: "at weight 0 and no connections",
+	}, {
+		name: "a stale virtual server", scenario: "small-v1.37", tables: ipvsTables,
+		edit: addVirtualServer("10.96.99.99:80", "10.244.1.99:8080"),
+		sev:  diagnose.SeverityWarning, kind: "", contains: "no current Service port has this virtual server",
+	}, {
+		name: "a cluster IP with no virtual server", scenario: "small-v1.37", tables: ipvsTables,
+		edit: dropVirtualServer("10.96.10.6:80"),
+		sev:  diagnose.SeverityError, kind: diagnose.ProblemNoVirtualServer, contains: "no IPVS virtual server for clusterIP 10.96.10.6:80",
+	}, {
+		name: "another scheduler than configured", scenario: "small-v1.37", tables: ipvsTables,
+		edit: setScheduler("10.96.10.6:80", "lc"),
+		sev:  diagnose.SeverityWarning, kind: diagnose.ProblemScheduler, contains: "schedules with lc, but kube-proxy is configured with rr",
+	}, {
+		name: "affinity without persistence", scenario: "small-v1.37", tables: ipvsTables,
+		edit: dropPersistence("10.96.10.7:80"),
+		sev:  diagnose.SeverityWarning, kind: diagnose.ProblemPersistence, contains: "is not persistent",
+	}, {
+		name: "a non-local endpoint on a Local policy's NodePort", scenario: "topology-v1.37", tables: ipvsTables,
+		edit: addRealServer("10.0.0.10:31180", "10.244.1.171:8080", 1),
+		sev:  diagnose.SeverityWarning, kind: diagnose.ProblemUnexpected, contains: "although kube-proxy would not use it here",
+	}}
+	for _, tc := range cases {
+		for _, table := range tc.tables {
+			t.Run(tc.name+"/"+table, func(t *testing.T) {
+				rep := diagnose.Triage(ipvsNode(t, tc.scenario, table, func(s string) string {
+					out := tc.edit(table, s)
+					if out == s {
+						t.Fatalf("the edit changed nothing in %s", table)
+					}
+					return out
+				}))
+				if len(rep.Findings) == 0 {
+					t.Fatalf("no finding; not checked %+v", rep.NotChecked)
+				}
+				f := rep.Findings[0]
+				if f.Severity != tc.sev || f.Kind != tc.kind || !strings.Contains(f.Message, tc.contains) {
+					t.Fatalf("first finding %s %s %q; want %s %s containing %q; all %+v", f.Severity, f.Kind, f.Message, tc.sev, tc.kind, tc.contains, rep.Findings)
+				}
+				n := 0
+				for _, g := range rep.Findings {
+					if g.Severity != diagnose.SeverityInfo {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("%d errors and warnings, want the fault alone: %+v", n, rep.Findings)
+				}
+				if rep.Status != diagnose.StatusProblems {
+					t.Errorf("status %s", rep.Status)
+				}
+			})
+		}
+	}
+}
