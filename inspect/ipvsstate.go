@@ -1,15 +1,36 @@
 package inspect
 
-import "github.com/proxyrules/kubectl-proxyrules/inspect/ipvs"
+import (
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ifaddr"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ipset"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ipvs"
+)
 
-// FormatIPVS is an IPVS listing: /proc/net/ip_vs, ipvsadm -Ln (--stats,
-// --rate) or -Sn; the Dump's Version names which (ipvs.Format).
-const FormatIPVS Format = "ipvs"
+const (
+	// FormatIPVS is an IPVS listing: /proc/net/ip_vs, ipvsadm -Ln (--stats,
+	// --rate) or -Sn; the Dump's Version names which (ipvs.Format).
+	FormatIPVS Format = "ipvs"
+	// FormatIPSet is `ipset save` or `ipset list` output; the Dump's
+	// Version names which (ipset.Format), its Tables the sets, its Rules
+	// the members.
+	FormatIPSet Format = "ipset"
+	// FormatIPAddr is `ip addr` output (show, -o, -br) of which kube-ipvs0
+	// is kept; the Dump's Version names the form (ifaddr.Format), its
+	// Rules kube-ipvs0's addresses.
+	FormatIPAddr Format = "ip-addr"
+)
 
 // IPVSState is the IPVS side of a node in IPVS mode, beside its iptables
-// rules: the virtual server table (joined over every form read).
+// rules; each part is joined over every input that showed it, and nil
+// when none did.
 type IPVSState struct {
+	// Table is the virtual server table.
 	Table *ipvs.Table
+	// Sets are the node's ipsets (kube-proxy's KUBE-CLUSTER-IP …).
+	Sets *ipset.Sets
+	// Interface is kube-ipvs0 with the addresses bound to it; nil also when
+	// an ip addr listing did not show it (its Dump warns so).
+	Interface *ifaddr.Interface
 }
 
 // mergeIPVS adds other's IPVS state to r's.
@@ -23,10 +44,24 @@ func (r *Ruleset) mergeIPVS(other *IPVSState) {
 	if other.Table != nil {
 		r.IPVS.Table = ipvs.Join(r.IPVS.Table, other.Table)
 	}
+	if other.Sets != nil {
+		r.IPVS.Sets = ipset.Join(r.IPVS.Sets, other.Sets)
+	}
+	if other.Interface != nil {
+		r.IPVS.Interface = ifaddr.Join(r.IPVS.Interface, other.Interface)
+	}
 }
 
 // HasIPVS: an IPVS table was read (it may hold no virtual server).
 func (r *Ruleset) HasIPVS() bool { return r != nil && r.IPVS != nil && r.IPVS.Table != nil }
+
+// HasIPSets: ipsets were read (there may be none).
+func (r *Ruleset) HasIPSets() bool { return r != nil && r.IPVS != nil && r.IPVS.Sets != nil }
+
+// HasIPVSInterface: kube-ipvs0 was read (it may hold no address).
+func (r *Ruleset) HasIPVSInterface() bool {
+	return r != nil && r.IPVS != nil && r.IPVS.Interface != nil
+}
 
 // IPVSRuleset is the ruleset of one IPVS listing read from source.
 func IPVSRuleset(t *ipvs.Table, source string) *Ruleset {
@@ -38,4 +73,23 @@ func IPVSRuleset(t *ipvs.Table, source string) *Ruleset {
 		Dumps: []Dump{{Source: source, Format: FormatIPVS, Version: string(t.Format), Rules: len(t.Services) + reals, Warnings: t.Warnings}},
 		IPVS:  &IPVSState{Table: t},
 	}
+}
+
+// IPSetRuleset is the ruleset of one ipset listing read from source.
+func IPSetRuleset(s *ipset.Sets, source string) *Ruleset {
+	return &Ruleset{
+		Dumps: []Dump{{Source: source, Format: FormatIPSet, Version: string(s.Format), Tables: len(s.Sets), Rules: s.Members(), Warnings: s.Warnings}},
+		IPVS:  &IPVSState{Sets: s},
+	}
+}
+
+// IPAddrRuleset is the ruleset of one ip addr listing read from source:
+// kube-ipvs0's addresses, no IPVS state when the listing lacks the link.
+func IPAddrRuleset(l *ifaddr.Listing, source string) *Ruleset {
+	rs := &Ruleset{Dumps: []Dump{{Source: source, Format: FormatIPAddr, Version: string(l.Format), Warnings: l.Warnings}}}
+	if l.Interface != nil {
+		rs.Dumps[0].Rules = len(l.Interface.Addrs)
+		rs.IPVS = &IPVSState{Interface: l.Interface}
+	}
+	return rs
 }

@@ -291,7 +291,7 @@ func (s *inputSet) load() (*Loaded, error) {
 		l.Config = collect.KubeProxyConfig(l.Objects)
 	}
 	kernel := l.Conntrack != nil || l.Sysctls != nil || len(l.ConntrackStats) > 0
-	if len(l.Ruleset.IPTables) == 0 && len(l.Ruleset.NFTables) == 0 && !l.Ruleset.HasIPVS() && !(s.kernelOnly && kernel) {
+	if len(l.Ruleset.IPTables) == 0 && len(l.Ruleset.NFTables) == 0 && !l.Ruleset.HasIPVS() && !l.Ruleset.HasIPSets() && !(s.kernelOnly && kernel) {
 		return nil, fmt.Errorf("the inputs hold no ruleset (only metrics or kernel state?): pass an iptables-save or nft dump with --from-dump")
 	}
 	return l, nil

@@ -1,7 +1,8 @@
 // Package input tells an input's format from its content and hands it to
 // the reader of that format: iptables-save, kube-proxy's restore input,
 // iptables -S and -L output and excerpts, nft JSON and text, knftables
-// dumps, and kube-proxy's metrics. Identify and Expect name what an input
+// dumps, IPVS mode's node state (the IPVS table, ipsets, kube-ipvs0's
+// addresses from ip addr) and kube-proxy's metrics. Identify and Expect name what an input
 // holds when it was passed where another kind of input belongs.
 package input
 
@@ -15,7 +16,9 @@ import (
 	"strings"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ifaddr"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/internal/scan"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ipset"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/ipvs"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/metrics"
@@ -26,7 +29,7 @@ import (
 // an "nftables" key too).
 var nftJSON = regexp.MustCompile(`^\{\s*"nftables"\s*:\s*\[`)
 
-const unrecognised = "unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, iptables -S or -L output, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines, an IPVS table (/proc/net/ip_vs, ipvsadm -Ln or -Sn) or Prometheus metrics"
+const unrecognised = "unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, iptables -S or -L output, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines, an IPVS table (/proc/net/ip_vs, ipvsadm -Ln or -Sn), ipset save or list output, ip addr output or Prometheus metrics"
 
 // Detect names the format of an input from its first bytes. It never
 // declares a format it cannot see: unknown input gives an error that says
@@ -55,6 +58,13 @@ func Detect(head []byte) (inspect.Format, error) {
 		}
 		if ipvs.IsIPVSLine(line) {
 			return inspect.FormatIPVS, nil
+		}
+		// before the knftables form, whose lines start create and add too
+		if ipset.IsIPSetLine(line) {
+			return inspect.FormatIPSet, nil
+		}
+		if ifaddr.IsLine(line) {
+			return inspect.FormatIPAddr, nil
 		}
 		if f, ok := iptablesLine(line, trimmed); ok {
 			return f, nil
@@ -226,6 +236,16 @@ func (o Options) Read(r io.Reader, source string) (*Input, error) {
 		var t *ipvs.Table
 		if t, err = ipvs.Read(br, ipvs.DefaultLimits()); err == nil {
 			in.Ruleset = inspect.IPVSRuleset(t, source)
+		}
+	case inspect.FormatIPSet:
+		var s *ipset.Sets
+		if s, err = ipset.Read(br, ipset.DefaultLimits()); err == nil {
+			in.Ruleset = inspect.IPSetRuleset(s, source)
+		}
+	case inspect.FormatIPAddr:
+		var l *ifaddr.Listing
+		if l, err = ifaddr.Read(br, ifaddr.KubeIPVS0, ifaddr.DefaultLimits()); err == nil {
+			in.Ruleset = inspect.IPAddrRuleset(l, source)
 		}
 	case inspect.FormatMetrics:
 		in.Metrics, err = metrics.Parse(br, source)

@@ -40,13 +40,30 @@ func TestDetect(t *testing.T) {
 		{"$ sudo ipvsadm -Ln --stats\nProt LocalAddress:Port  Conns InPkts OutPkts InBytes OutBytes\n", inspect.FormatIPVS},
 		{"[root@node-a ~]# cat /proc/net/ip_vs\nIP Virtual Server version 1.2.1 (size=4096)\n", inspect.FormatIPVS},
 		{"UDP  [fd00::a]:53 rr\n", inspect.FormatIPVS},
+		// ipsets and ip addr (issue 32, item 1); knftables' create and add
+		// lines stay knftables.
+		{"create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536\n", inspect.FormatIPSet},
+		{"add KUBE-CLUSTER-IP 10.96.10.6,tcp:80\n", inspect.FormatIPSet},
+		{"[root@node-a ~]# ipset list\r\nName: KUBE-CLUSTER-IP\r\nType: hash:ip,port\r\n", inspect.FormatIPSet},
+		{"Name: KUBE-NODE-PORT-TCP\nType: bitmap:port\nRevision: 3\nHeader: range 0-65535\n", inspect.FormatIPSet},
+		{"  $ sudo ipset save\n  create KUBE-NODE-PORT-TCP bitmap:port range 0-65535\n", inspect.FormatIPSet},
+		{"create table ip kube-proxy\n", inspect.FormatKnftablesDump},
+		{"create set ip kube-proxy cluster-ips { type ipv4_addr ; }\n", inspect.FormatKnftablesDump},
+		{"add element ip kube-proxy cluster-ips { 10.96.0.10 }\n", inspect.FormatKnftablesDump},
+		{"add chain ip kube-proxy services\n", inspect.FormatKnftablesDump},
+		{"3: kube-ipvs0: <BROADCAST,NOARP> mtu 1500 qdisc noop state DOWN group default\n    link/ether 4e:2b:b0:a5:d0:20 brd ff:ff:ff:ff:ff:ff\n", inspect.FormatIPAddr},
+		{"1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000\n", inspect.FormatIPAddr},
+		{"3: kube-ipvs0    inet 10.96.0.1/32 scope global kube-ipvs0\\       valid_lft forever preferred_lft forever\n", inspect.FormatIPAddr},
+		{"kube-ipvs0       DOWN           10.96.0.1/32 10.96.0.10/32\n", inspect.FormatIPAddr},
+		{"[root@node-a ~]# ip addr show dev kube-ipvs0\n3: kube-ipvs0: <BROADCAST,NOARP> mtu 1500\n", inspect.FormatIPAddr},
 	}
 	for _, tc := range tests {
 		if got, err := input.Detect([]byte(tc.head)); err != nil || got != tc.want {
 			t.Errorf("Detect(%.40q) = %s, %v; want %s", tc.head, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "hello world\n", "{\"items\": []}", "# just a comment\n", "*nat\x00", "TCP is a protocol\n"} {
+	for _, bad := range []string{"", "hello world\n", "{\"items\": []}", "# just a comment\n", "*nat\x00", "TCP is a protocol\n",
+		"Name: KUBE-CLUSTER-IP\nMembers:\n", "3: kube-ipvs0: <NOARP,UP> mtu 1500 state UNKNOWN mode DEFAULT group default\n"} {
 		if got, err := input.Detect([]byte(bad)); err == nil {
 			t.Errorf("Detect(%q) = %s, want an error", bad, got)
 		}

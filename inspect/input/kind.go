@@ -136,6 +136,8 @@ var rulesetWhat = map[inspect.Format]string{
 	inspect.FormatNFTText:         "an nftables dump (nft list ruleset)",
 	inspect.FormatKnftablesDump:   "an nftables dump (knftables)",
 	inspect.FormatIPVS:            "an IPVS table (/proc/net/ip_vs or ipvsadm)",
+	inspect.FormatIPSet:           "ipsets (ipset save or list)",
+	inspect.FormatIPAddr:          "interface addresses (ip addr)",
 }
 
 func joinWords(w []string) string {
