@@ -92,7 +92,7 @@ type IPSetSetFacts struct {
 	// Attributed and Unattributed are the node's members, in the node's
 	// order; Missing the expected members the node lacks.
 	Attributed   []IPSetMember `json:"attributed"`
-	Unattributed []string      `json:"unattributed"`
+	Unattributed []IPSetExtra  `json:"unattributed"`
 	Missing      []IPSetMember `json:"missing"`
 	Counts       IPSetCounts   `json:"counts"`
 }
@@ -105,7 +105,7 @@ func ClassifyIPSets(e *IPSetExpectation, present map[string][]string) *IPSetFact
 	for _, exp := range e.Sets {
 		members, exists := present[exp.Name]
 		s := IPSetSetFacts{Name: exp.Name, Exists: exists, Undecided: exp.Undecided,
-			Attributed: []IPSetMember{}, Unattributed: []string{}, Missing: []IPSetMember{}}
+			Attributed: []IPSetMember{}, Unattributed: []IPSetExtra{}, Missing: []IPSetMember{}}
 		seen := map[string]bool{}
 		for _, m := range members {
 			c := CanonicalIPSetMember(m)
@@ -117,7 +117,7 @@ func ClassifyIPSets(e *IPSetExpectation, present map[string][]string) *IPSetFact
 			if owners, ok := e.AttributeIPSetMember(exp.Name, c); ok {
 				s.Attributed = append(s.Attributed, IPSetMember{Member: m, Owners: owners})
 			} else {
-				s.Unattributed = append(s.Unattributed, m)
+				s.Unattributed = append(s.Unattributed, e.related.extra(exp.Name, m))
 			}
 		}
 		for _, m := range exp.Members {

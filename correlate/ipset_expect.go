@@ -90,6 +90,7 @@ type IPSetExpectation struct {
 
 	want, maybe map[string]map[string][]IPSetOwner // set → member → owners
 	undecided   map[string]string
+	related     *ipsetRelated
 }
 
 // ipsetFamily is what one family's proxier knows of the node.
@@ -108,7 +109,7 @@ type ipsetFamily struct {
 // for in.Objects on in.Node.
 func ExpectedIPSets(in IPSetInput) *IPSetExpectation {
 	e := &IPSetExpectation{want: map[string]map[string][]IPSetOwner{}, maybe: map[string]map[string][]IPSetOwner{},
-		undecided: map[string]string{}}
+		undecided: map[string]string{}, related: newIPSetRelated(in)}
 	fams := []*ipsetFamily{newIPSetFamily(in, false), newIPSetFamily(in, true)}
 	for _, f := range fams {
 		e.markUndecided(in, f)

@@ -80,7 +80,7 @@ func TestIPSetsMatchKubeProxy(t *testing.T) {
 			f := correlate.ClassifyIPSets(exp, present)
 			for _, s := range f.Sets {
 				if !s.Exists || len(s.Unattributed) > 0 || len(s.Missing) > 0 || s.Undecided != "" {
-					t.Errorf("%s: exists %v, unattributed %q, missing %+v, undecided %q", s.Name, s.Exists, s.Unattributed, s.Missing, s.Undecided)
+					t.Errorf("%s: exists %v, unattributed %+v, missing %+v, undecided %q", s.Name, s.Exists, s.Unattributed, s.Missing, s.Undecided)
 				}
 				if s.Counts.Members != len(present[s.Name]) {
 					t.Errorf("%s: %d members counted, the listing has %d", s.Name, s.Counts.Members, len(present[s.Name]))
@@ -209,12 +209,15 @@ func TestIPSetFaults(t *testing.T) {
 	}, {
 		name: "external policy Cluster now", node: "node-a", nodeIPs: nodeA,
 		mutate: []func(*correlate.Objects){changeService("shop", "ingress", externalPolicy(corev1.ServiceExternalTrafficPolicyCluster))},
-		unattributed: []string{"KUBE-HEALTH-CHECK-NODE-PORT 32001", "KUBE-LOAD-BALANCER-LOCAL 198.51.100.11,tcp:80",
-			"KUBE-LOAD-BALANCER-LOCAL 198.51.100.11,tcp:443", "KUBE-NODE-PORT-LOCAL-TCP 31080", "KUBE-NODE-PORT-LOCAL-TCP 31443"},
+		unattributed: []string{"KUBE-HEALTH-CHECK-NODE-PORT 32001 (shop/ingress:http healthCheckNodePort)",
+			"KUBE-LOAD-BALANCER-LOCAL 198.51.100.11,tcp:443 (shop/ingress:https loadBalancerIP)",
+			"KUBE-LOAD-BALANCER-LOCAL 198.51.100.11,tcp:80 (shop/ingress:http loadBalancerIP)",
+			"KUBE-NODE-PORT-LOCAL-TCP 31080 (shop/ingress:http nodePort)",
+			"KUBE-NODE-PORT-LOCAL-TCP 31443 (shop/ingress:https nodePort)"},
 	}, {
 		name: "external policy Local now on an external IP", node: "node-a", nodeIPs: nodeA,
 		mutate:       []func(*correlate.Objects){changeService("shop", "legacy-gw", externalPolicy(corev1.ServiceExternalTrafficPolicyLocal))},
-		unattributed: []string{"KUBE-EXTERNAL-IP 203.0.113.50,tcp:8080"},
+		unattributed: []string{"KUBE-EXTERNAL-IP 203.0.113.50,tcp:8080 (shop/legacy-gw:http externalIP)"},
 		missing:      []string{"KUBE-EXTERNAL-IP-LOCAL 203.0.113.50,tcp:8080"},
 	}, {
 		// a range allowing every address is no source range (serviceport.go:216-219)
@@ -222,10 +225,10 @@ func TestIPSetFaults(t *testing.T) {
 		mutate: []func(*correlate.Objects){changeService("shop", "frontend", func(s *corev1.ServiceSpec) {
 			s.LoadBalancerSourceRanges = append(s.LoadBalancerSourceRanges, "0.0.0.0/0")
 		})},
-		unattributed: []string{"KUBE-LOAD-BALANCER-FW 198.51.100.10,tcp:443",
-			"KUBE-LOAD-BALANCER-SOURCE-CIDR 198.51.100.10,tcp:443,10.0.0.0/8",
-			"KUBE-LOAD-BALANCER-SOURCE-CIDR 198.51.100.10,tcp:443,203.0.113.0/25",
-			"KUBE-LOAD-BALANCER-SOURCE-IP 198.51.100.10,tcp:443,198.51.100.10"},
+		unattributed: []string{"KUBE-LOAD-BALANCER-FW 198.51.100.10,tcp:443 (shop/frontend:https loadBalancerIP)",
+			"KUBE-LOAD-BALANCER-SOURCE-CIDR 198.51.100.10,tcp:443,10.0.0.0/8 (shop/frontend:https loadBalancerIP)",
+			"KUBE-LOAD-BALANCER-SOURCE-CIDR 198.51.100.10,tcp:443,203.0.113.0/25 (shop/frontend:https loadBalancerIP)",
+			"KUBE-LOAD-BALANCER-SOURCE-IP 198.51.100.10,tcp:443,198.51.100.10 (shop/frontend:https loadBalancerIP)"},
 	}, {
 		// kube-proxy programs only VIP-mode load-balancer IPs (proxyutil.IsVIPMode)
 		name: "a load balancer in Proxy mode", node: "node-a", nodeIPs: nodeA,
@@ -237,26 +240,41 @@ func TestIPSetFaults(t *testing.T) {
 			"KUBE-LOAD-BALANCER-SOURCE-IP 198.51.100.10,tcp:443,198.51.100.10"},
 	}, {
 		name: "another node's sets", node: "node-b", nodeIPs: nodeA,
-		unattributed: []string{"KUBE-LOOP-BACK 10.244.0.31,tcp:8443,10.244.0.31", "KUBE-LOOP-BACK 10.244.0.2,tcp:9153,10.244.0.2",
-			"KUBE-LOOP-BACK 10.244.0.101,tcp:8080,10.244.0.101", "KUBE-LOOP-BACK 10.244.0.81,tcp:8080,10.244.0.81",
-			"KUBE-LOOP-BACK 10.244.0.51,tcp:8080,10.244.0.51", "KUBE-LOOP-BACK 10.244.0.2,tcp:53,10.244.0.2",
-			"KUBE-LOOP-BACK 10.244.0.101,udp:5514,10.244.0.101", "KUBE-LOOP-BACK 10.244.0.71,tcp:9100,10.244.0.71",
-			"KUBE-LOOP-BACK 10.244.0.131,tcp:8080,10.244.0.131", "KUBE-LOOP-BACK 10.244.0.51,tcp:8443,10.244.0.51",
-			"KUBE-LOOP-BACK 10.244.0.91,tcp:80,10.244.0.91", "KUBE-LOOP-BACK 10.244.0.141,tcp:8080,10.244.0.141",
-			"KUBE-LOOP-BACK 10.244.0.2,udp:53,10.244.0.2", "KUBE-LOOP-BACK 10.244.0.11,tcp:8080,10.244.0.11",
-			"KUBE-6-LOOP-BACK fd00:10:244::151,tcp:9090,fd00:10:244::151", "KUBE-6-LOOP-BACK fd00:10:244::141,tcp:8080,fd00:10:244::141"},
+		unattributed: []string{"KUBE-6-LOOP-BACK fd00:10:244::141,tcp:8080,fd00:10:244::141 (shop/dual:http endpoint [fd00:10:244::141]:8080)",
+			"KUBE-6-LOOP-BACK fd00:10:244::151,tcp:9090,fd00:10:244::151 (shop/v6-only:grpc endpoint [fd00:10:244::151]:9090)",
+			"KUBE-LOOP-BACK 10.244.0.101,tcp:8080,10.244.0.101 (infra/logs:http endpoint 10.244.0.101:8080)",
+			"KUBE-LOOP-BACK 10.244.0.101,udp:5514,10.244.0.101 (infra/logs:syslog endpoint 10.244.0.101:5514)",
+			"KUBE-LOOP-BACK 10.244.0.11,tcp:8080,10.244.0.11 (shop/web:http endpoint 10.244.0.11:8080)",
+			"KUBE-LOOP-BACK 10.244.0.131,tcp:8080,10.244.0.131 (shop/draining:http endpoint 10.244.0.131:8080)",
+			"KUBE-LOOP-BACK 10.244.0.141,tcp:8080,10.244.0.141 (shop/dual:http endpoint 10.244.0.141:8080)",
+			"KUBE-LOOP-BACK 10.244.0.2,tcp:53,10.244.0.2 (kube-system/kube-dns:dns-tcp endpoint 10.244.0.2:53)",
+			"KUBE-LOOP-BACK 10.244.0.2,tcp:9153,10.244.0.2 (kube-system/kube-dns:metrics endpoint 10.244.0.2:9153)",
+			"KUBE-LOOP-BACK 10.244.0.2,udp:53,10.244.0.2 (kube-system/kube-dns:dns endpoint 10.244.0.2:53)",
+			"KUBE-LOOP-BACK 10.244.0.31,tcp:8443,10.244.0.31 (shop/frontend:https endpoint 10.244.0.31:8443)",
+			"KUBE-LOOP-BACK 10.244.0.51,tcp:8080,10.244.0.51 (shop/ingress:http endpoint 10.244.0.51:8080)",
+			"KUBE-LOOP-BACK 10.244.0.51,tcp:8443,10.244.0.51 (shop/ingress:https endpoint 10.244.0.51:8443)",
+			"KUBE-LOOP-BACK 10.244.0.71,tcp:9100,10.244.0.71 (monitoring/node-agent:metrics endpoint 10.244.0.71:9100)",
+			"KUBE-LOOP-BACK 10.244.0.81,tcp:8080,10.244.0.81 (shop/cart:http endpoint 10.244.0.81:8080)",
+			"KUBE-LOOP-BACK 10.244.0.91,tcp:80,10.244.0.91 (shop/unnamed endpoint 10.244.0.91:80)"},
 		missing: ipsetNodeBLoopBack,
 	}, {
 		name: "NodePorts on localhost only", node: "node-a", nodeIPs: nodeA, nodePortAddresses: []string{"localhost"},
 		// no NodePort address: the NodePort and health-check members are skipped
-		unattributed: []string{"KUBE-6-NODE-PORT-TCP 30081", "KUBE-HEALTH-CHECK-NODE-PORT 32001",
-			"KUBE-NODE-PORT-LOCAL-TCP 31080", "KUBE-NODE-PORT-LOCAL-TCP 31081", "KUBE-NODE-PORT-LOCAL-TCP 31443",
-			"KUBE-NODE-PORT-TCP 30080", "KUBE-NODE-PORT-TCP 30081", "KUBE-NODE-PORT-TCP 30443",
-			"KUBE-NODE-PORT-TCP 31080", "KUBE-NODE-PORT-TCP 31081", "KUBE-NODE-PORT-TCP 31443"},
+		unattributed: []string{"KUBE-6-NODE-PORT-TCP 30081 (shop/dual:http nodePort)",
+			"KUBE-HEALTH-CHECK-NODE-PORT 32001 (shop/ingress:http healthCheckNodePort)",
+			"KUBE-NODE-PORT-LOCAL-TCP 31080 (shop/ingress:http nodePort)",
+			"KUBE-NODE-PORT-LOCAL-TCP 31081 (shop/reports:http nodePort)",
+			"KUBE-NODE-PORT-LOCAL-TCP 31443 (shop/ingress:https nodePort)",
+			"KUBE-NODE-PORT-TCP 30080 (shop/api:http nodePort)",
+			"KUBE-NODE-PORT-TCP 30081 (shop/dual:http nodePort)",
+			"KUBE-NODE-PORT-TCP 30443 (shop/frontend:https nodePort)",
+			"KUBE-NODE-PORT-TCP 31080 (shop/ingress:http nodePort)",
+			"KUBE-NODE-PORT-TCP 31081 (shop/reports:http nodePort)",
+			"KUBE-NODE-PORT-TCP 31443 (shop/ingress:https nodePort)"},
 	}, {
 		// IPv6 has a CIDR, holding no node address: no IPv6 NodePort
 		name: "NodePorts on a CIDR per family", node: "node-a", nodeIPs: nodeA, nodePortAddresses: []string{"10.0.0.0/24", "fd00:1::/64"},
-		unattributed: []string{"KUBE-6-NODE-PORT-TCP 30081"},
+		unattributed: []string{"KUBE-6-NODE-PORT-TCP 30081 (shop/dual:http nodePort)"},
 	}, {
 		// no IPv6 CIDR: IPv6 NodePorts on every address (NewNodePortAddresses)
 		name: "NodePorts on an IPv4 CIDR", node: "node-a", nodeIPs: nodeA, nodePortAddresses: []string{"10.0.0.0/24"},
@@ -265,7 +283,7 @@ func TestIPSetFaults(t *testing.T) {
 	}, {
 		// the node has the external IP: kube-proxy does not bind it to kube-ipvs0
 		name: "the external IP a node address", node: "node-a", nodeIPs: append(slices.Clone(nodeA), netip.MustParseAddr("203.0.113.50")),
-		unattributed: []string{"KUBE-IPVS-IPS 203.0.113.50"},
+		unattributed: []string{"KUBE-IPVS-IPS 203.0.113.50 (shop/legacy-gw:http externalIP)"},
 	}, {
 		name: "the node not known", nodeIPs: nodeA,
 		undecided: []string{"KUBE-6-LOOP-BACK", "KUBE-LOOP-BACK"},
@@ -280,8 +298,8 @@ func TestIPSetFaults(t *testing.T) {
 			f := correlate.ClassifyIPSets(exp, present)
 			var un, miss, undecided []string
 			for _, s := range f.Sets {
-				for _, m := range s.Unattributed {
-					un = append(un, s.Name+" "+m)
+				for _, x := range s.Unattributed {
+					un = append(un, extraText(s.Name, x))
 				}
 				for _, m := range s.Missing {
 					miss = append(miss, s.Name+" "+m.Member)
@@ -301,6 +319,19 @@ func TestIPSetFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// extraText is "SET MEMBER", and what current Service port it names, if
+// any: "(ns/name:port frontend)" or "(ns/name:port endpoint ip:port)".
+func extraText(set string, x correlate.IPSetExtra) string {
+	s := set + " " + x.Member
+	switch {
+	case x.Endpoint != "":
+		s += " (" + x.ServicePort + " endpoint " + x.Endpoint + ")"
+	case x.ServicePort != "":
+		s += " (" + x.ServicePort + " " + x.Frontend + ")"
+	}
+	return s
 }
 
 // ipsetNodeBLoopBack are the hairpin members node-b would have.

@@ -86,7 +86,7 @@ func TestIPSetSpellingRealIPSet(t *testing.T) {
 		}
 		checked++
 		if len(s.Unattributed) > 0 || len(s.Missing) > 0 || s.Counts.Members != len(ipsetSpellingEntries[s.Name].entries) {
-			t.Errorf("%s: saved %q: unattributed %q, missing %+v", s.Name, saved[s.Name], s.Unattributed, s.Missing)
+			t.Errorf("%s: saved %q: unattributed %+v, missing %+v", s.Name, saved[s.Name], s.Unattributed, s.Missing)
 		}
 	}
 	if checked != len(ipsetSpellingEntries) {
