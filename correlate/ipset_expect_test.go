@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ipset"
 	"github.com/proxyrules/kubectl-proxyrules/internal/fixture"
 )
 
@@ -92,6 +93,47 @@ func TestIPSetsMatchKubeProxy(t *testing.T) {
 			}
 			t.Logf("%d members in %d sets, %d attributed, %d expected, %d present", c.Members, len(f.Sets), c.Attributed, c.Expected, c.Present)
 		})
+	}
+}
+
+// TestIPSetsMatchKubeProxyThroughReader: the same through inspect/ipset's
+// reader, from both listings the fixtures hold (save and list).
+func TestIPSetsMatchKubeProxyThroughReader(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(fixture.Root, "*", "ipvs", "ipset-*.txt"))
+	n := 0
+	for _, p := range files {
+		if filepath.Base(p) == "ipset-restore.txt" {
+			continue // kube-proxy's own input, not a listing
+		}
+		n++
+		dir := filepath.Dir(filepath.Dir(p))
+		t.Run(filepath.Base(dir)+"/"+filepath.Base(p), func(t *testing.T) {
+			node, ips := ipsetNode(t, dir)
+			r, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			sets, err := ipset.Read(r, ipset.DefaultLimits())
+			if err != nil || len(sets.Warnings) > 0 || sets.Truncated.Incomplete {
+				t.Fatalf("%v %q %+v", err, sets.Warnings, sets.Truncated)
+			}
+			present := map[string][]string{}
+			for _, s := range sets.Sets {
+				present[s.Name] = []string{}
+				for _, m := range s.Members {
+					present[s.Name] = append(present[s.Name], m.Raw)
+				}
+			}
+			exp := correlate.ExpectedIPSets(correlate.IPSetInput{Objects: fixture.Objects(t, dir), Node: node, NodeIPs: ips})
+			c := correlate.ClassifyIPSets(exp, present).Counts
+			if c.Members != sets.Members() || c.Members == 0 || c.Attributed != c.Members || c.Missing > 0 {
+				t.Errorf("counts %+v, %d members read", c, sets.Members())
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no ipset listing in the fixtures")
 	}
 }
 
