@@ -10,7 +10,10 @@ import (
 // followed by its options; ok is false when it is kept only as Raw.
 func parseMember(typ, family, text string) (m Member, ok bool) {
 	text = strings.TrimSpace(text)
-	raw, opts, _ := strings.Cut(text, " ")
+	raw, opts := text, ""
+	if i := strings.IndexAny(text, " \t"); i >= 0 {
+		raw, opts = text[:i], text[i+1:]
+	}
 	m.Raw = raw
 	if i := strings.Index(opts, `comment "`); i >= 0 {
 		c := opts[i+len(`comment "`):]
@@ -20,14 +23,16 @@ func parseMember(typ, family, text string) (m Member, ok bool) {
 		m.Comment = c
 	}
 	kind, comps, _ := strings.Cut(typ, ":")
-	parts := strings.Split(raw, ",")
-	names := strings.Split(comps, ",")
-	if raw == "" || len(parts) != len(names) {
+	if raw == "" || strings.Count(raw, ",") != strings.Count(comps, ",") {
 		return Member{Raw: raw, Comment: m.Comment}, false
 	}
 	ips := 0
-	for i, name := range names {
-		if !m.component(name, kind, parts[i], &ips) {
+	for rest, names := raw, comps; rest != ""; {
+		// member parts and type components pair up, one per comma
+		var part, name string
+		part, rest, _ = strings.Cut(rest, ",")
+		name, names, _ = strings.Cut(names, ",")
+		if !m.component(name, kind, part, &ips) {
 			return Member{Raw: raw, Comment: m.Comment}, false
 		}
 	}

@@ -124,14 +124,18 @@ func (p *parser) create(no int64, raw []byte, l string) {
 }
 
 func (p *parser) add(no int64, raw []byte, l string) {
-	f := strings.Fields(l)
-	if len(f) < 3 {
+	// "add NAME MEMBER [options]", cut without a slice of fields
+	name, rest := strings.TrimLeft(l[len("add "):], " \t"), ""
+	if i := strings.IndexAny(name, " \t"); i >= 0 {
+		name, rest = name[:i], name[i+1:]
+	}
+	if strings.TrimSpace(rest) == "" {
 		p.w.Line(no, raw, "add without a member")
 		return
 	}
 	p.save = true
 	p.inMembers = false
-	i, ok := p.byName[f[1]]
+	i, ok := p.byName[name]
 	if !ok {
 		if p.s.Truncated.SetsLeftOut > 0 || p.lr.LongLines > 0 {
 			p.member(no, raw, "", -1, true) // its set was left out, or its create line
@@ -140,8 +144,7 @@ func (p *parser) add(no int64, raw []byte, l string) {
 		p.w.Line(no, raw, "add to a set not created before")
 		return
 	}
-	rest := strings.TrimLeft(l[len("add "):], " \t")
-	p.member(no, raw, rest[len(f[1]):], i, false)
+	p.member(no, raw, rest, i, false)
 }
 
 // member adds the member text (and its options) to set i.

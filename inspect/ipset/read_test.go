@@ -182,6 +182,7 @@ func TestReadWarnings(t *testing.T) {
 		{"create A hash:ip,port family inet\nadd A 10.0.0.1,tcp:99999\n", `member not understood`},
 		{"create A hash:ip,port family inet\nadd A nonsense\n", `member not understood`},
 		{"add B 10.0.0.1\n", "not created before"},
+		{"create A hash:ip family inet\nadd A\t\n", "add without a member"},
 		{"Name: A\nType: hash:ip\nGarbage here\n", "not an ipset"},
 		{"Name: A\nType: hash:ip\nNumber of entries: 3\nMembers:\n10.0.0.1\n", "3 entries, 1 members shown"},
 	}
