@@ -95,7 +95,7 @@ func (n *Node) gaps() []gap {
 			}
 		}
 	}
-	if mode.Has(kubeproxy.ModeIPTables) {
+	if mode.Has(kubeproxy.ModeIPTables) && mode != kubeproxy.ModeIPVS { // IPVS mode's filter chains reject nothing of this
 		for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
 			if n.Ruleset.IPTable(fam, kubeproxy.TableNAT) != nil && n.Ruleset.IPTable(fam, kubeproxy.TableFilter) == nil {
 				add(gapFilter, fmt.Sprintf("%s \"no endpoints\" rejects, load-balancer firewall drops and health-check ports", fam),

@@ -33,6 +33,10 @@ type ServiceExplanation struct {
 	// Conntrack is the Service's conntrack entries on the node, when its
 	// kernel state was read (explain_conntrack.go).
 	Conntrack *ServiceConntrack `json:"conntrack,omitempty"`
+	// IPVS, in IPVS mode, is each port's virtual servers judged; Ports is
+	// then empty: IPVS mode's iptables chains name no endpoint
+	// (explain_ipvs.go).
+	IPVS []IPVSPortReport `json:"ipvs,omitempty"`
 }
 
 // PortReport is one port's path and what is wrong with it.
@@ -50,6 +54,9 @@ func ExplainService(n *Node, namespace, name, port string) (*ServiceExplanation,
 	rep, unchecked := judgeOn(n, ex)
 	otherNode(n, rep)
 	rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
+	if ipvsMode(n) {
+		unchecked = rep.explainIPVS(IPVS(n), port)
+	}
 	rep.NotChecked = append(explainGaps(n, ex), unchecked...)
 	addExplainConntrack(n, explainConntrackFacts(n), rep)
 	rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
@@ -78,6 +85,10 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 	}
 	problems, incomplete := false, false
 	facts := explainConntrackFacts(n)
+	var ipvsRep *IPVSReport
+	if ipvsMode(n) {
+		ipvsRep = IPVS(n)
+	}
 	for _, ex := range correlate.ExplainAll(n.Ruleset, n.Objects, n.nodeView()) {
 		if !n.selected(ex.Namespace + "/" + ex.Name) {
 			continue
@@ -85,6 +96,9 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 		rep, unchecked := judgeOn(n, ex)
 		otherNode(n, rep)
 		rep.APIVersion, rep.Kind = APIVersion, "ServiceExplanation"
+		if ipvsRep != nil {
+			unchecked = rep.explainIPVS(ipvsRep, "")
+		}
 		rep.NotChecked = append(explainGaps(n, ex), unchecked...)
 		addExplainConntrack(n, facts, rep)
 		rep.Status = verdict(rep.hasProblems(), rep.NotChecked)
@@ -104,6 +118,13 @@ func ExplainServices(n *Node) *ServiceExplanationList {
 }
 
 func (rep *ServiceExplanation) hasProblems() bool {
+	for _, pp := range rep.IPVS {
+		for _, p := range pp.Problems {
+			if p.Severity != SeverityInfo {
+				return true
+			}
+		}
+	}
 	for _, pp := range rep.Ports {
 		for _, p := range pp.Problems {
 			if p.Severity != SeverityInfo {
@@ -134,7 +155,7 @@ func explainGaps(n *Node, ex *correlate.Explanation) []Gap {
 		}
 		if !hasRulesOf(n, mode, fam) {
 			out = append(out, Gap{fmt.Sprintf("%s's %s rules", svc, fam), fmt.Sprintf("the dump holds no %s %s table", fam, tableWord(mode)), familyRemedy(mode, fam)})
-		} else if mode.Has(kubeproxy.ModeIPTables) && n.Ruleset.IPTable(fam, kubeproxy.TableFilter) == nil {
+		} else if mode.Has(kubeproxy.ModeIPTables) && mode != kubeproxy.ModeIPVS && n.Ruleset.IPTable(fam, kubeproxy.TableFilter) == nil {
 			out = append(out, Gap{fmt.Sprintf("%s's %s \"no endpoints\" rejects and load-balancer firewall drops", svc, fam), fmt.Sprintf("the dump holds no %s filter table", fam), "the whole " + saveCommand(fam) + " (not -t nat)"})
 		}
 	}

@@ -41,8 +41,11 @@ type IPVSReport struct {
 	Counts correlate.IPVSCounts `json:"counts"`
 	Ports  []IPVSPortReport     `json:"ports"`
 	// Unowned are the virtual servers no current Service port has.
-	Unowned    []IPVSUnowned `json:"unowned"`
-	NotChecked []Gap         `json:"notChecked"`
+	Unowned []IPVSUnowned `json:"unowned"`
+	// IPSets are kube-proxy's ipsets joined with the Services (nil when
+	// none was read; ipvs_sets.go).
+	IPSets     *correlate.IPSetFacts `json:"ipsets,omitempty"`
+	NotChecked []Gap                 `json:"notChecked"`
 
 	ex *correlate.IPVSExplanation
 }
@@ -54,7 +57,10 @@ type IPVSPortReport struct {
 	Name        string               `json:"name"`
 	Family      kubeproxy.Family     `json:"family"`
 	Frontends   []IPVSFrontendReport `json:"frontends"`
-	Problems    []Problem            `json:"problems"`
+	// Endpoints are the port's endpoints of this family, each with why
+	// kube-proxy uses it here or not.
+	Endpoints []correlate.IPVSEndpoint `json:"endpoints"`
+	Problems  []Problem                `json:"problems"`
 	// LocalPolicy: a Local traffic policy applies to some frontend.
 	LocalPolicy bool `json:"localPolicy,omitempty"`
 }
@@ -112,7 +118,8 @@ func IPVS(n *Node) *IPVSReport {
 		rep.Ports = append(rep.Ports, judgeIPVSPort(n, ex, p))
 	}
 	rep.Unowned = unownedVirtualServers(n, ex)
-	rep.NotChecked = append(rep.NotChecked, ipvsGaps(n, ex)...)
+	rep.judgeIPSets(n)
+	rep.NotChecked = append(rep.NotChecked, ipvsReportGaps(n, ex)...)
 	return rep
 }
 
@@ -131,7 +138,8 @@ type ipvsIssue struct {
 }
 
 func judgeIPVSPort(n *Node, ex *correlate.IPVSExplanation, p correlate.IPVSPort) IPVSPortReport {
-	r := IPVSPortReport{ServicePort: p.ServicePort, Namespace: p.Namespace, Name: p.Name, Family: p.Family, Frontends: []IPVSFrontendReport{}, Problems: []Problem{}}
+	r := IPVSPortReport{ServicePort: p.ServicePort, Namespace: p.Namespace, Name: p.Name, Family: p.Family, Frontends: []IPVSFrontendReport{},
+		Endpoints: p.Endpoints, Problems: []Problem{}}
 	var issues []ipvsIssue
 	var where [][]string // per issue, the frontends
 	note := func(is ipvsIssue, fe string) {
@@ -337,8 +345,8 @@ func unownedVirtualServers(n *Node, ex *correlate.IPVSExplanation) []IPVSUnowned
 	return out
 }
 
-// ipvsGaps say what the IPVS verdicts could not check.
-func ipvsGaps(n *Node, ex *correlate.IPVSExplanation) []Gap {
+// ipvsReportGaps say what the IPVS verdicts could not check.
+func ipvsReportGaps(n *Node, ex *correlate.IPVSExplanation) []Gap {
 	var out []Gap
 	if ex.Facts.Incomplete {
 		out = append(out, Gap{Check: "virtual servers missing from the table, and those past the cap", Reason: "the IPVS table was read only in part (a cap, or a cut paste)", Remedy: "the whole cat /proc/net/ip_vs"})

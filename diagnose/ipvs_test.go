@@ -26,7 +26,7 @@ var (
 // ipvsNode is a scenario's IPVS node as an SRE would pass it: the table
 // (edited by edit), the iptables rules, the objects and Nodes, kube-proxy's
 // configuration in IPVS mode, the node's addresses and a healthy kernel.
-func ipvsNode(t *testing.T, sc, table string, edit func(string) string) *diagnose.Node {
+func ipvsNode(t *testing.T, sc, table string, edit, editSets func(string) string) *diagnose.Node {
 	t.Helper()
 	dir := fixture.Dir(sc)
 	objs := fixture.Objects(t, dir)
@@ -46,8 +46,11 @@ func ipvsNode(t *testing.T, sc, table string, edit func(string) string) *diagnos
 	}
 	rs := &inspect.Ruleset{}
 	rs.Merge(fixture.Parse(t, text, table))
-	for _, f := range []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt"} {
+	for _, f := range []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt", "ipset-save.txt"} {
 		if s, ok := fixture.Text(t, filepath.Join(dir, "ipvs"), f); ok {
+			if f == "ipset-save.txt" && editSets != nil {
+				s = editSets(s)
+			}
 			rs.Merge(fixture.Parse(t, s, f))
 		}
 	}
@@ -86,7 +89,7 @@ func TestIPVSHealthyFixtures(t *testing.T) {
 	for _, sc := range ipvsScenarios {
 		for _, table := range ipvsTables {
 			t.Run(sc+"/"+table, func(t *testing.T) {
-				rep := diagnose.Triage(ipvsNode(t, sc, table, nil))
+				rep := diagnose.Triage(ipvsNode(t, sc, table, nil, nil))
 				if rep.Mode.Detected != "ipvs" || rep.IPVS == nil || !rep.IPVS.Read {
 					t.Fatalf("mode %s, ipvs %+v", rep.Mode.Detected, rep.IPVS)
 				}
@@ -116,6 +119,7 @@ func TestIPVSFaults(t *testing.T) {
 		name, scenario string
 		tables         []string
 		edit           func(form, text string) string
+		editSets       func(text string) string
 		sev            diagnose.Severity
 		kind, contains string
 	}{{
@@ -154,6 +158,14 @@ func TestIPVSFaults(t *testing.T) {
 		name: "a non-local endpoint on a Local policy's NodePort", scenario: "topology-v1.37", tables: ipvsTables,
 		edit: addRealServer("10.0.0.10:31180", "10.244.1.171:8080", 1),
 		sev:  diagnose.SeverityWarning, kind: diagnose.ProblemUnexpected, contains: "although kube-proxy would not use it here",
+	}, {
+		name: "an ipset member missing", scenario: "small-v1.37", tables: ipvsTables[:1],
+		edit: func(_, s string) string { return s + "\n" }, editSets: withoutLine("add KUBE-NODE-PORT-TCP 30080"),
+		sev: diagnose.SeverityError, kind: diagnose.ProblemIPSetMissing, contains: "ipset KUBE-NODE-PORT-TCP lacks 30080",
+	}, {
+		name: "an ipset member no Service owns", scenario: "small-v1.37", tables: ipvsTables[:1],
+		edit: func(_, s string) string { return s + "\n" }, editSets: func(s string) string { return s + "add KUBE-CLUSTER-IP 10.96.99.1,tcp:80\n" },
+		sev: diagnose.SeverityWarning, kind: "", contains: "1 member no current Service puts in ipset KUBE-CLUSTER-IP: 10.96.99.1,tcp:80",
 	}}
 	for _, tc := range cases {
 		for _, table := range tc.tables {
@@ -164,7 +176,7 @@ func TestIPVSFaults(t *testing.T) {
 						t.Fatalf("the edit changed nothing in %s", table)
 					}
 					return out
-				}))
+				}, tc.editSets))
 				if len(rep.Findings) == 0 {
 					t.Fatalf("no finding; not checked %+v", rep.NotChecked)
 				}
@@ -186,5 +198,18 @@ func TestIPVSFaults(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// withoutLine drops the line that starts with prefix.
+func withoutLine(prefix string) func(string) string {
+	return func(s string) string {
+		var out []string
+		for _, l := range strings.SplitAfter(s, "\n") {
+			if !strings.HasPrefix(l, prefix) {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "")
 	}
 }

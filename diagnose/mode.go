@@ -56,6 +56,9 @@ func DetectMode(rs *inspect.Ruleset) ModeDetection {
 		// side shows (a listing pasted alone has none)
 		ipvs = true
 		d.Evidence = append(d.Evidence, fmt.Sprintf("IPVS table (%s) with %d virtual servers", rs.IPVS.Table.Format, len(rs.IPVS.Table.Services)))
+	} else if rs.HasIPSets() && rs.IPVS.Sets.Set("KUBE-CLUSTER-IP") != nil {
+		ipvs = true // only IPVS mode fills kube-proxy's ipsets
+		d.Evidence = append(d.Evidence, "kube-proxy's ipsets (KUBE-CLUSTER-IP)")
 	}
 	switch {
 	case ipt && nft:

@@ -80,14 +80,14 @@ type Config struct {
 	LocalhostNodePortsEffective bool  `json:"localhostNodePortsEffective"`
 	// NodePortAddresses as configured; in nftables mode an empty list
 	// becomes ["primary"].
-	NodePortAddresses  []string `json:"nodePortAddresses"`
+	NodePortAddresses []string `json:"nodePortAddresses"`
 	// IPVSScheduler is ipvs.scheduler after defaulting ("" becomes "rr",
 	// pkg/proxy/ipvs/proxier.go:92): what every virtual server should use.
-	IPVSScheduler string `json:"ipvsScheduler,omitempty"`
-	BindAddress        string   `json:"bindAddress"`
-	MetricsBindAddress string   `json:"metricsBindAddress"`
-	HealthzBindAddress string   `json:"healthzBindAddress"`
-	HostnameOverride   string   `json:"hostnameOverride,omitempty"`
+	IPVSScheduler      string `json:"ipvsScheduler,omitempty"`
+	BindAddress        string `json:"bindAddress"`
+	MetricsBindAddress string `json:"metricsBindAddress"`
+	HealthzBindAddress string `json:"healthzBindAddress"`
+	HostnameOverride   string `json:"hostnameOverride,omitempty"`
 	// ConntrackTCPBeLiberal makes kube-proxy set nf_conntrack_tcp_be_liberal,
 	// which drops the KUBE-FORWARD INVALID rule.
 	ConntrackTCPBeLiberal bool            `json:"conntrackTCPBeLiberal,omitempty"`
