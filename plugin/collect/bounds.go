@@ -51,6 +51,9 @@ func (b *stderrBuffer) String() string {
 // outputCap is the most one command's stdout may hold: a dump the cap on
 // a bundle's ruleset, anything else far less.
 func outputCap(c NodeCommand) int64 {
+	if c.ID == idIPVSTable || c.ID == idIPSetSave {
+		return maxIPVSOutput
+	}
 	switch c.Kind {
 	case KindRuleset:
 		return DefaultLimits.File(KindRuleset)

@@ -134,10 +134,11 @@ func Allowed(argv []string) error {
 			return nil
 		}
 		return bad()
-	case prog == "grep" || prog == "cat":
+	case prog == "grep" || prog == "cat" || prog == "ipset":
 		// the conntrack reads: grep -H . SYSCTLS | cat /proc/net/stat/nf_conntrack |
-		// grep -F [-w] -m N -e P... /proc/net/nf_conntrack
-		if allowedConntrack(argv) {
+		// grep -F [-w] -m N -e P... /proc/net/nf_conntrack; the IPVS reads:
+		// cat /proc/net/ip_vs | cat /sys/class/net/kube-ipvs0/operstate | ipset save
+		if allowedConntrack(argv) || allowedIPVS(argv) {
 			return nil
 		}
 		return bad()

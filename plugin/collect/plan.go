@@ -25,6 +25,9 @@ type Probe struct {
 	// guessed: NFTTables lists the tables kube-proxy's mode and chains
 	// imply, not what nft listed; reading one that is not there is no error.
 	guessed bool
+	// ipvsWhy: what made the probe take the node for IPVS mode when
+	// kube-proxy did not say (ipvs.go); "" otherwise.
+	ipvsWhy string
 }
 
 // ParseIPTablesVersion reads "iptables v1.8.9 (nf_tables)".
@@ -100,7 +103,8 @@ var Readers = []string{ReaderAuto, ReaderSave, ReaderNFT}
 
 // FullPlan lists the commands that read every table kube-proxy may have
 // written on the node, with the fastest complete reader for each backend,
-// plus the other iptables backend so that a mismatch shows.
+// plus the other iptables backend so that a mismatch shows, and in IPVS
+// mode the IPVS state (IPVSCommands).
 func FullPlan(p Probe, reader string) []NodeCommand {
 	var cmds []NodeCommand
 	// nftables mode: kube-proxy's own tables, as JSON (text if the image's
@@ -141,6 +145,11 @@ func FullPlan(p Probe, reader string) []NodeCommand {
 	// there on an nf_tables node (or the reverse) are the backend mismatch.
 	for _, fam := range ipFamilies {
 		cmds = append(cmds, Save(fam, kubeproxy.BackendLegacy))
+	}
+	// IPVS mode: the virtual servers and the sets its rules match on, in
+	// the same exec.
+	if p.ProxyMode == kubeproxy.ModeIPVS {
+		cmds = append(cmds, IPVSCommands()...)
 	}
 	return cmds
 }

@@ -69,7 +69,8 @@ var nameSuffix = func() string { return rand.String(5) }
 //     Tolerations and ControlPlaneReason);
 //   - hostNetwork: the rules live in the node's network namespace, and
 //     kube-proxy's metrics listen on the node's 127.0.0.1:10249;
-//   - capabilities NET_ADMIN (read nf_tables over netlink, and iptables'
+//   - capabilities NET_ADMIN (read nf_tables and, in IPVS mode, ipset save
+//     over nfnetlink, which wants it for every message, and iptables'
 //     get-entries socket option) and NET_RAW (the raw socket legacy iptables
 //     reads through), everything else dropped, not privileged. No hostPID,
 //     no host filesystem: the image's own iptables/nft read the kernel, so

@@ -137,13 +137,15 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 	// and the scripts of every plan.
 	var all []NodeCommand
 	for _, p := range []Probe{{}, {NFTKnown: true}, {ProxyMode: "iptables", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat", "ip filter", "ip6 nat", "ip6 filter", "ip mangle"}},
-		{ProxyMode: "nftables", NFTKnown: true, NFTTables: []string{"ip kube-proxy", "ip6 kube-proxy"}}} {
+		{ProxyMode: "nftables", NFTKnown: true, NFTTables: []string{"ip kube-proxy", "ip6 kube-proxy"}},
+		{ProxyMode: "ipvs", Backend: "nf_tables", NFTKnown: true, NFTTables: []string{"ip nat", "ip filter"}}} {
 		for _, r := range Readers {
 			all = append(all, FullPlan(p, r)...)
 		}
 	}
 	all = append(all, FirstChains(kubeproxy.IPv6, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP", "KUBE-EXT-ABCDEFGHIJKLMNOP"})...)
 	all = append(all, IPTablesVersion(), NFTVersion(), NFTTables())
+	all = append(all, ipvsProbeCommands()...)
 	// The conntrack reads: every filter shape (exact, prefixes, none).
 	all = append(all, SysctlsCommand(), ConntrackStatsCommand(idStatsBefore), ConntrackStatsCommand(idStatsAfter),
 		ConntrackTableCommand(ServiceConntrackFilter(manyServices(10))), ConntrackTableCommand(ServiceConntrackFilter(manyServices(2000))),
@@ -169,7 +171,7 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 		}
 	}
 	good, _ := Script(all[:3])
-	for _, evil := range [][]string{
+	for _, evil := range append(slices.Clone(ipvsRefused), [][]string{
 		{"iptables", "-F"}, {"iptables", "-t", "nat", "-F"}, {"nft", "flush", "ruleset"}, {"sh"}, {"sh", "-c", "iptables -F"},
 		{"iptables-save", "-t", "raw"}, {"nft", "-f", "/tmp/x"}, {"iptables", "-t", "nat", "-S", "KUBE-X", "-F"},
 		{"sh", "-c", good[2] + "iptables -F\n"},
@@ -189,7 +191,11 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 		{"grep", "-F", "-m", "10", "-f", "/etc/shadow", "/proc/net/nf_conntrack"},
 		{"sh", "-c", good[2] + "'cat' '/proc/net/stat/nf_conntrack' '/etc/shadow'\n"},
 		{"sh", "-c", good[2] + "'grep' '-F' '-m' '10' '-e' 'src=' '/proc/net/nf_conntrack' > /tmp/x\n"},
-	} {
+		// IPVS mode's reads, altered
+		{"sh", "-c", good[2] + "'ipset' 'flush'\n"}, {"sh", "-c", good[2] + "'ipset' 'save' '-file' '/tmp/x'\n"},
+		{"sh", "-c", good[2] + "'cat' '/proc/net/ip_vs_conn'\n"}, {"sh", "-c", good[2] + "'ipvsadm' '-C'\n"},
+		{"sh", "-c", good[2] + "'ipset' 'save' > /tmp/x\n"},
+	}...) {
 		if policyAccepts(res, evil) {
 			t.Errorf("the policy accepts %q", evil)
 		}

@@ -60,6 +60,9 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 		if err := c.runToFiles(ctx, w, t, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
 			return err
 		}
+		if probe.ProxyMode == kubeproxy.ModeIPVS {
+			w.noteIPVS(probe)
+		}
 	}
 	if c.Kernel {
 		if err := c.readConntrack(ctx, w, t); err != nil {
@@ -147,8 +150,11 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	cmds := []NodeCommand{IPTablesVersion(), NFTVersion(),
 		ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting),
 		ListChain(kubeproxy.IPv6, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting)}
+	ipvsAt := -1 // where ipvsProbeCommands start in cmds
 	if p.ProxyMode == "" {
 		cmds = append(cmds, NFTTables())
+		ipvsAt = len(cmds)
+		cmds = append(cmds, ipvsProbeCommands()...)
 	}
 	outs := make([]bytes.Buffer, len(cmds))
 	rcs := make([]int, len(cmds))
@@ -187,6 +193,9 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	}
 	if p.ProxyMode == "" && (p.hasNFT(kubeproxy.IPv4, kubeproxy.NFTTable) || p.hasNFT(kubeproxy.IPv6, kubeproxy.NFTTable)) {
 		p.ProxyMode = kubeproxy.ModeNFTables
+	}
+	if p.ProxyMode == "" && ipvsAt >= 0 {
+		p.detectIPVS(outs[ipvsAt:], rcs[ipvsAt:])
 	}
 	return p, nil
 }
