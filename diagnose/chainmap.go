@@ -14,6 +14,9 @@ type ChainMap struct {
 	Sources    []inspect.Dump         `json:"sources"`
 	Summary    MapSummary             `json:"summary"`
 	Chains     []correlate.ChainOwner `json:"chains"`
+	// VirtualServers are the IPVS virtual servers (IPVS mode), each with
+	// its owner (ipvs_map.go); Summary.IPVS is set when a table was read.
+	VirtualServers []MapVirtualServer `json:"virtualServers"`
 }
 
 // MapSummary counts the chains.
@@ -27,6 +30,11 @@ type MapSummary struct {
 	Stale   int `json:"stale"`
 	// ObjectsGiven: stale can only be judged against API objects.
 	ObjectsGiven bool `json:"objectsGiven"`
+	// IPVS counts the virtual and real servers of VirtualServers, present
+	// when an IPVS table was read; IPVSIncomplete: the table was read only
+	// in part.
+	IPVS           *correlate.IPVSCounts `json:"ipvs,omitempty"`
+	IPVSIncomplete bool                  `json:"ipvsIncomplete,omitempty"`
 }
 
 // MapChains attributes every chain of the node.
@@ -46,6 +54,7 @@ func MapChains(n *Node) *ChainMap {
 		m.Chains = []correlate.ChainOwner{}
 	}
 	m.Summary = summarize(res.HaveObjects, m.Chains)
+	m.mapIPVS(n)
 	return m
 }
 

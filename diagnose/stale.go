@@ -28,6 +28,10 @@ type StaleReport struct {
 	// objects (only leftovers of older versions can be told then).
 	Status     Status `json:"status"`
 	NotChecked []Gap  `json:"notChecked"`
+	// VirtualServers are the IPVS virtual servers no current Service port
+	// has (IPVS mode); IPVSRead: an IPVS table was read (ipvs_stale.go).
+	VirtualServers []StaleVirtualServer `json:"virtualServers"`
+	IPVSRead       bool                 `json:"ipvsRead,omitempty"`
 }
 
 // StaleVerdict is a stale chain and whether anyone needs to act.
@@ -99,6 +103,7 @@ func Stale(n *Node, opts StaleOptions) *StaleReport {
 		problems = problems || c.Referenced || !c.Leftover && !c.NotDueYet
 	}
 	problems = problems || len(rep.Elements) > 0
+	problems = rep.staleIPVS(n) || problems
 	rep.Status = verdict(problems, rep.NotChecked)
 	return rep
 }

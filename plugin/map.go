@@ -99,11 +99,30 @@ func (o *MapOptions) Run() error {
 	return o.run(func(l *Loaded) (built, error) {
 		m := diagnose.MapChains(l.Node)
 		return built{report: m,
-			render: func(out io.Writer, t *Terminal) error { return renderChainMap(out, t, m, o.Out.Wide()) },
+			render: func(out io.Writer, t *Terminal) error { return renderMap(out, t, m, o.Out.Wide()) },
 			rows: func() rows {
 				return rows{kind: "chain", items: anySlice(m.Chains), name: func(i int) string { return m.Chains[i].Chain }}
 			}}, nil
 	})
+}
+
+// renderMap prints the virtual servers in IPVS mode, then the chains; the
+// chains' table and summary only when some were read (an IPVS table alone
+// has none, and "0 kube-proxy chains" would say nothing).
+func renderMap(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool) error {
+	if m.Summary.IPVS == nil {
+		return renderChainMap(out, t, m, wide)
+	}
+	if err := renderMapIPVS(out, t, m, wide); err != nil {
+		return err
+	}
+	if len(m.Chains) == 0 {
+		return nil
+	}
+	if !t.NoHeaders {
+		fmt.Fprintln(out)
+	}
+	return renderChainMap(out, t, m, wide)
 }
 
 var kindOrder = map[kubeproxy.ChainKind]int{
@@ -283,7 +302,11 @@ func summaryLine(m *diagnose.ChainMap, wide bool) string {
 		line += " (see -o wide)"
 	}
 	if s.ObjectsGiven {
-		line += fmt.Sprintf("\n%d stale: owned by no current Service or endpoint", s.Stale)
+		stale := "stale"
+		if s.IPVS != nil {
+			stale = "stale chains" // the virtual servers are counted above
+		}
+		line += fmt.Sprintf("\n%d %s: owned by no current Service or endpoint", s.Stale, stale)
 	} else {
 		line += "\nstale chains: pass --from-objects to judge"
 	}

@@ -89,9 +89,13 @@ func staleState(s diagnose.StaleVerdict) string {
 
 func renderStale(out io.Writer, t *Terminal, rep *diagnose.StaleReport, wide bool) error {
 	st := t.styles()
-	if len(rep.Chains) == 0 && len(rep.Elements) == 0 {
+	switch {
+	case len(rep.Chains) == 0 && len(rep.Elements) == 0 && !rep.IPVSRead:
 		fmt.Fprintln(out, st.good.Render("no stale kube-proxy chains or map elements"))
+	case len(rep.Chains) == 0 && len(rep.Elements) == 0 && len(rep.VirtualServers) == 0:
+		fmt.Fprintln(out, st.good.Render("no stale kube-proxy chains, map elements or IPVS virtual servers"))
 	}
+	renderStaleIPVS(out, t, rep)
 	if wide {
 		if err := renderStaleWide(out, t, rep); err != nil {
 			return err

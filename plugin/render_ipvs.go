@@ -1,0 +1,224 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+)
+
+// IPVS mode's text forms of map, stale, counts and diff.
+
+// ipvsMapRows are the map's virtual servers with an owner, one row per real
+// server (a virtual server without any has one row): what each Service
+// port's frontends send where.
+func ipvsMapRows(m *diagnose.ChainMap, wide bool) (headers []string, rows [][]string) {
+	headers = []string{"SERVICE", "FRONTEND", "VIRTUAL SERVER", "REAL SERVER", "WEIGHT", "STATUS"}
+	if wide {
+		headers = []string{"SERVICE", "FRONTEND", "FAMILY", "VIRTUAL SERVER", "REAL SERVER", "FORWARD", "WEIGHT", "ACTIVE", "INACTIVE", "STATUS"}
+	}
+	for _, vs := range m.VirtualServers {
+		if vs.Kind != correlate.VirtualServiceServicePort && !wide {
+			continue // listed below the table
+		}
+		owner, fe := vs.ServicePort, vs.Frontend
+		if owner == "" {
+			owner, fe = "-", ipvsWhat(vs.Kind)
+		}
+		if vs.AddrInferred {
+			fe += "?"
+		}
+		if len(vs.RealServers) == 0 {
+			row := []string{owner, fe, vsAddr(&vs), "-", "", "no real server"}
+			if wide {
+				row = []string{owner, fe, vs.Family, vs.VirtualServer, "-", "", "", "", "", "no real server"}
+			}
+			rows = append(rows, row)
+			continue
+		}
+		for _, rs := range vs.RealServers {
+			status := realServerStatus(&vs, &rs)
+			w := strconv.Itoa(int(rs.Weight))
+			if wide {
+				rows = append(rows, []string{owner, fe, vs.Family, vs.VirtualServer, rs.Addr.String(), rs.Forward, w, conns(rs.ActiveConn), conns(rs.InActConn), status})
+				continue
+			}
+			rows = append(rows, []string{owner, fe, vsAddr(&vs), rs.Addr.String(), w, status})
+		}
+	}
+	return headers, rows
+}
+
+// vsAddr is a virtual server's protocol and address (its scheduler and
+// persistence are kube-proxy's alike for all: -o wide shows them).
+func vsAddr(vs *diagnose.MapVirtualServer) string {
+	if vs.FWMark != 0 {
+		return fmt.Sprintf("FWM %d", vs.FWMark)
+	}
+	return vs.Protocol + " " + vs.Addr.String()
+}
+
+func conns(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// ipvsWhat names a virtual server no Service port has.
+func ipvsWhat(kind string) string {
+	if kind == correlate.VirtualServiceProbe {
+		return "kube-proxy probe"
+	}
+	return "no owner"
+}
+
+// realServerStatus says what is odd about a real server: not an endpoint
+// of its virtual server's Service port, or at weight 0 (no new
+// connections).
+func realServerStatus(vs *diagnose.MapVirtualServer, rs *correlate.IPVSRealServer) string {
+	var s []string
+	if vs.Kind == correlate.VirtualServiceServicePort && !rs.Endpoint {
+		s = append(s, "not an endpoint")
+	}
+	if rs.Weight == 0 {
+		s = append(s, "weight 0")
+	}
+	return strings.Join(s, ",")
+}
+
+// renderMapIPVS prints the virtual servers: the table, those without an
+// owner below it, and their summary.
+func renderMapIPVS(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool) error {
+	headers, rows := ipvsMapRows(m, wide)
+	if !wide {
+		headers, rows = fitColumns(headers, rows, t.Width, "WEIGHT", "FRONTEND")
+	}
+	if len(rows) > 0 {
+		if err := renderTable(out, t, headers, rows, len(headers)-1); err != nil {
+			return err
+		}
+	}
+	if t.NoHeaders {
+		return nil
+	}
+	if !wide {
+		ipvsMapSections(out, t, m)
+	}
+	_, err := fmt.Fprintln(out, ipvsSummaryLine(m))
+	return err
+}
+
+// ipvsMapSections lists the probe and the virtual servers no Service port
+// has, below the plain table.
+func ipvsMapSections(out io.Writer, t *Terminal, m *diagnose.ChainMap) {
+	st := t.styles()
+	var probe, unowned []string
+	for _, vs := range m.VirtualServers {
+		line := fmt.Sprintf("  %s → %s", vs.VirtualServer, count(len(vs.RealServers), "real server"))
+		switch vs.Kind {
+		case correlate.VirtualServiceProbe:
+			probe = append(probe, line)
+		case correlate.VirtualServiceUnattributed:
+			unowned = append(unowned, line)
+		}
+	}
+	if len(probe) > 0 {
+		fmt.Fprintln(out, st.dim.Render(fmt.Sprintf("%d kube-proxy startup probe (harmless):", len(probe))))
+		fmt.Fprintln(out, strings.Join(probe, "\n"))
+	}
+	if len(unowned) > 0 {
+		title := fmt.Sprintf("%d without an owner (no current Service port has them; see `stale`):", len(unowned))
+		if !m.Summary.ObjectsGiven {
+			title = fmt.Sprintf("%d without an owner (pass --from-objects):", len(unowned))
+		}
+		fmt.Fprintln(out, st.warn.Render(title))
+		fmt.Fprintln(out, strings.Join(unowned, "\n"))
+	}
+}
+
+// ipvsSummaryLine counts the virtual and real servers attributed.
+func ipvsSummaryLine(m *diagnose.ChainMap) string {
+	c := m.Summary.IPVS
+	line := fmt.Sprintf("%s: %d attributed to Service ports, %d kube-proxy probe, %d without owner\n%s: %d endpoints of their Service port, %d not",
+		count(c.VirtualServers, "IPVS virtual server"), c.Attributed-c.Probes, c.Probes, c.Unattributed,
+		count(c.RealServers, "real server"), c.Endpoints, c.NotEndpoints-probeRealServers(m))
+	if c.Unattributed > 0 {
+		line += fmt.Sprintf(", %d of virtual servers without owner", c.RealServers-c.Endpoints-c.NotEndpoints)
+	}
+	if m.Summary.IPVSIncomplete {
+		line += "\nthe IPVS table was read only in part: these are the counts of what was read"
+	}
+	return line
+}
+
+// probeRealServers are the real servers of the probe (it has none when
+// kube-proxy left it as it creates it), counted apart from the Service
+// ports'.
+func probeRealServers(m *diagnose.ChainMap) int {
+	n := 0
+	for _, vs := range m.VirtualServers {
+		if vs.Kind == correlate.VirtualServiceProbe {
+			n += len(vs.RealServers)
+		}
+	}
+	return n
+}
+
+// renderStaleIPVS lists the virtual servers no current Service port has,
+// by what they are, each with its former owner and where it sends
+// connections.
+func renderStaleIPVS(out io.Writer, t *Terminal, rep *diagnose.StaleReport) {
+	st := t.styles()
+	for _, g := range []struct {
+		what, title string
+	}{
+		{diagnose.UnownedStale, "stale IPVS virtual server%s (no current Service port has %s):"},
+		{diagnose.UnownedLoopbackNodePort, "IPVS NodePort virtual server%s on loopback (an older kube-proxy's; %s harmless):"},
+		{diagnose.UnownedProbe, "kube-proxy startup probe%s (harmless%s):"},
+	} {
+		var vss []diagnose.StaleVirtualServer
+		for _, v := range rep.VirtualServers {
+			if v.What == g.what {
+				vss = append(vss, v)
+			}
+		}
+		if len(vss) == 0 {
+			continue
+		}
+		style := st.dim
+		if g.what == diagnose.UnownedStale {
+			style = st.bad
+		}
+		them := "it"
+		if len(vss) > 1 {
+			them = "them"
+		}
+		if g.what == diagnose.UnownedProbe {
+			them = ""
+		}
+		fmt.Fprintln(out, style.Render(fmt.Sprintf("%d "+g.title, len(vss), plural(len(vss)), them)))
+		for _, v := range vss {
+			to := "no real server"
+			if len(v.RealServerAddrs) > 0 {
+				to = strings.Join(v.RealServerAddrs, ", ")
+			}
+			fmt.Fprintln(out, "  "+wrapIndent(fmt.Sprintf("%s → %s", v.VirtualServer, to), t.Width-2, 4))
+			if g.what == diagnose.UnownedStale {
+				owner := "former owner: " + v.FormerOwner
+				if v.OwnerEvidence != "" {
+					owner += " (" + v.OwnerEvidence + ")"
+				}
+				fmt.Fprintln(out, "    "+wrapIndent(owner, t.Width-4, 4))
+				// the message counts this one's real servers
+				fmt.Fprintln(out, trimTrailing(indent(st.dim.Render(wrap(v.Message, t.Width-4)), "    ")))
+			}
+		}
+		if g.what != diagnose.UnownedStale {
+			fmt.Fprintln(out, trimTrailing(indent(st.dim.Render(wrap(vss[0].Message, t.Width-2)), "  ")))
+		}
+	}
+}
