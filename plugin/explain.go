@@ -388,6 +388,12 @@ const (
 func renderExplanation(out io.Writer, t *Terminal, ex *diagnose.ServiceExplanation) error {
 	renderExplainHead(out, t, ex)
 	renderExplainVerdict(out, t, ex)
+	if len(ex.IPVS) > 0 {
+		renderExplainIPVS(out, t, ex)
+		renderExplainConntrack(out, t, ex)
+		renderNotChecked(out, t, ex.NotChecked)
+		return nil
+	}
 	if len(ex.Ports) == 0 {
 		fmt.Fprintln(out, wrap("kube-proxy writes no rules for this Service (headless or ExternalName), or the dump has no table for its IP family.", t.Width))
 		return nil
@@ -599,6 +605,11 @@ func renderExplainVerdict(out io.Writer, t *Terminal, ex *diagnose.ServiceExplan
 			n[p.Severity]++
 		}
 	}
+	for _, pp := range ex.IPVS {
+		for _, p := range pp.Problems {
+			n[p.Severity]++
+		}
+	}
 	fmt.Fprintf(out, "%s  %s\n", statusText(st, ex.Status), st.dim.Render(fmt.Sprintf("(%s, %s, %s)",
 		count(n[diagnose.SeverityError], "error"), count(n[diagnose.SeverityWarning], "warning"), count(n[diagnose.SeverityInfo], "note"))))
 	for _, pp := range ex.Ports {
@@ -606,6 +617,16 @@ func renderExplainVerdict(out io.Writer, t *Terminal, ex *diagnose.ServiceExplan
 			msg := p.Message
 			if len(ex.Ports) > 1 {
 				msg = pp.ServicePort + " (" + pp.Family + "): " + msg
+			}
+			label := severityStyle(st, p.Severity).Render(fmt.Sprintf("%-7s", p.Severity))
+			fmt.Fprintln(out, "  "+label+" "+wrapIndent(msg, t.Width-10, 10))
+		}
+	}
+	for _, pp := range ex.IPVS {
+		for _, p := range pp.Problems {
+			msg := p.Message
+			if len(ex.IPVS) > 1 {
+				msg = pp.ServicePort + " (" + string(pp.Family) + "): " + msg
 			}
 			label := severityStyle(st, p.Severity).Render(fmt.Sprintf("%-7s", p.Severity))
 			fmt.Fprintln(out, "  "+label+" "+wrapIndent(msg, t.Width-10, 10))
