@@ -89,12 +89,13 @@ func ExplainIPVS(in IPVSExplainInput) *IPVSExplanation {
 			byKey[ipvsKey{vs.Protocol, vs.Addr}] = i
 		}
 	}
+	proxyLB := proxyModeIngress(in.Objects)
 	for _, sp := range in.Objects.ServicePorts() {
 		if !sp.Proxied {
 			continue
 		}
 		for _, fam := range []kubeproxy.Family{kubeproxy.IPv4, kubeproxy.IPv6} {
-			if p, ok := ex.port(sp, fam, in.Node, byKey); ok {
+			if p, ok := ex.port(sp, fam, in.Node, byKey, proxyLB); ok {
 				ex.Ports = append(ex.Ports, p)
 			}
 		}
@@ -109,7 +110,7 @@ type ipvsKey struct {
 
 // port is sp's frontends of family fam; ok is false when sp has none in
 // that family.
-func (ex *IPVSExplanation) port(sp *ServicePort, fam kubeproxy.Family, nv NodeView, byKey map[ipvsKey]int) (IPVSPort, bool) {
+func (ex *IPVSExplanation) port(sp *ServicePort, fam kubeproxy.Family, nv NodeView, byKey map[ipvsKey]int, proxyLB map[string]bool) (IPVSPort, bool) {
 	p := IPVSPort{ServicePort: sp.String(), Namespace: sp.Namespace, Name: sp.Name, Family: fam,
 		Protocol: string(sp.Protocol), AffinitySeconds: sp.AffinitySeconds, Frontends: []IPVSFrontend{}, Endpoints: []IPVSEndpoint{}}
 	proto := ipvsProto(sp)
@@ -127,7 +128,14 @@ func (ex *IPVSExplanation) port(sp *ServicePort, fam kubeproxy.Family, nv NodeVi
 		return p, false // no cluster IP of this family: kube-proxy writes nothing for it
 	}
 	add(FrontendExternalIP, sp.ExternalIPs, sp.ExternalLocal)
-	add(FrontendLoadBalancerIP, sp.LoadBalancerIPs, sp.ExternalLocal)
+	var lbs []string
+	for _, ip := range sp.LoadBalancerIPs {
+		// kube-proxy programs only VIP-mode ingress IPs (proxyutil.IsVIPMode)
+		if !proxyLB[sp.Namespace+"/"+sp.Name+" "+ip] {
+			lbs = append(lbs, ip)
+		}
+	}
+	add(FrontendLoadBalancerIP, lbs, sp.ExternalLocal)
 	if sp.NodePort > 0 {
 		for _, a := range ex.NodeIPs {
 			if a.Is6() == (fam == kubeproxy.IPv6) {

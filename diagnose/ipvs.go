@@ -119,6 +119,7 @@ func IPVS(n *Node) *IPVSReport {
 	}
 	rep.Unowned = unownedVirtualServers(n, ex)
 	rep.judgeIPSets(n)
+	rep.judgeBindings(n)
 	rep.NotChecked = append(rep.NotChecked, ipvsReportGaps(n, ex)...)
 	return rep
 }

@@ -130,7 +130,7 @@ func addVirtualServer(vs, rs string) func(string, string) string {
 	}
 }
 
-func dropVirtualServer(vs string) func(string, string) string {
+func dropVirtualServer(vs string) edit {
 	return func(form, text string) string {
 		return editLines(form, text, vs, func(string, bool) []string { return nil })
 	}
@@ -158,4 +158,11 @@ func dropPersistence(vs string) func(string, string) string {
 			return []string{l}
 		})
 	}
+}
+
+// edit is a table edit; withForm fixes its form for ipvsNode.
+type edit func(form, text string) string
+
+func (e edit) withForm(form string) func(string) string {
+	return func(s string) string { return e(form, s) }
 }

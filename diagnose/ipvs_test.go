@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -26,7 +28,7 @@ var (
 // ipvsNode is a scenario's IPVS node as an SRE would pass it: the table
 // (edited by edit), the iptables rules, the objects and Nodes, kube-proxy's
 // configuration in IPVS mode, the node's addresses and a healthy kernel.
-func ipvsNode(t *testing.T, sc, table string, edit, editSets func(string) string) *diagnose.Node {
+func ipvsNode(t *testing.T, sc, table string, edit func(string) string, edits map[string]func(string) string) *diagnose.Node {
 	t.Helper()
 	dir := fixture.Dir(sc)
 	objs := fixture.Objects(t, dir)
@@ -46,10 +48,14 @@ func ipvsNode(t *testing.T, sc, table string, edit, editSets func(string) string
 	}
 	rs := &inspect.Ruleset{}
 	rs.Merge(fixture.Parse(t, text, table))
-	for _, f := range []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt", "ipset-save.txt"} {
+	for _, f := range []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt", "ipset-save.txt", "ip-addr-kube-ipvs0.txt"} {
 		if s, ok := fixture.Text(t, filepath.Join(dir, "ipvs"), f); ok {
-			if f == "ipset-save.txt" && editSets != nil {
-				s = editSets(s)
+			if e := edits[f]; e != nil {
+				if s2 := e(s); s2 != s {
+					s = s2
+				} else {
+					t.Fatalf("the edit changed nothing in %s", f)
+				}
 			}
 			rs.Merge(fixture.Parse(t, s, f))
 		}
@@ -119,7 +125,7 @@ func TestIPVSFaults(t *testing.T) {
 		name, scenario string
 		tables         []string
 		edit           func(form, text string) string
-		editSets       func(text string) string
+		edits          map[string]func(text string) string
 		sev            diagnose.Severity
 		kind, contains string
 	}{{
@@ -160,12 +166,22 @@ func TestIPVSFaults(t *testing.T) {
 		sev:  diagnose.SeverityWarning, kind: diagnose.ProblemUnexpected, contains: "although kube-proxy would not use it here",
 	}, {
 		name: "an ipset member missing", scenario: "small-v1.37", tables: ipvsTables[:1],
-		edit: func(_, s string) string { return s + "\n" }, editSets: withoutLine("add KUBE-NODE-PORT-TCP 30080"),
+		edit: func(_, s string) string { return s + "\n" }, edits: map[string]func(string) string{"ipset-save.txt": withoutLine("add KUBE-NODE-PORT-TCP 30080")},
 		sev: diagnose.SeverityError, kind: diagnose.ProblemIPSetMissing, contains: "ipset KUBE-NODE-PORT-TCP lacks 30080",
 	}, {
 		name: "an ipset member no Service owns", scenario: "small-v1.37", tables: ipvsTables[:1],
-		edit: func(_, s string) string { return s + "\n" }, editSets: func(s string) string { return s + "add KUBE-CLUSTER-IP 10.96.99.1,tcp:80\n" },
+		edit: func(_, s string) string { return s + "\n" }, edits: map[string]func(string) string{"ipset-save.txt": func(s string) string { return s + "add KUBE-CLUSTER-IP 10.96.99.1,tcp:80\n" }},
 		sev: diagnose.SeverityWarning, kind: "", contains: "1 member no current Service puts in ipset KUBE-CLUSTER-IP: 10.96.99.1,tcp:80",
+	}, {
+		name: "a cluster IP not bound to kube-ipvs0", scenario: "small-v1.37", tables: ipvsTables[:1],
+		edit: func(_, s string) string { return s + "\n" }, edits: map[string]func(string) string{"ip-addr-kube-ipvs0.txt": withoutLine("    inet 10.96.10.6/32")},
+		sev: diagnose.SeverityError, kind: diagnose.ProblemNotBound, contains: "10.96.10.6 has a virtual server but is not bound to kube-ipvs0",
+	}, {
+		name: "an address bound that no Service has", scenario: "small-v1.37", tables: ipvsTables[:1],
+		edit: func(_, s string) string { return s + "\n" }, edits: map[string]func(string) string{"ip-addr-kube-ipvs0.txt": func(s string) string {
+			return strings.Replace(s, "    inet 10.96.10.6/32", "    inet 10.96.77.7/32 scope global kube-ipvs0\n       valid_lft forever preferred_lft forever\n    inet 10.96.10.6/32", 1)
+		}},
+		sev: diagnose.SeverityWarning, kind: "", contains: "bound to kube-ipvs0 but no current Service has this address",
 	}}
 	for _, tc := range cases {
 		for _, table := range tc.tables {
@@ -176,7 +192,7 @@ func TestIPVSFaults(t *testing.T) {
 						t.Fatalf("the edit changed nothing in %s", table)
 					}
 					return out
-				}, tc.editSets))
+				}, tc.edits))
 				if len(rep.Findings) == 0 {
 					t.Fatalf("no finding; not checked %+v", rep.NotChecked)
 				}
@@ -211,5 +227,32 @@ func withoutLine(prefix string) func(string) string {
 			}
 		}
 		return strings.Join(out, "")
+	}
+}
+
+// A load-balancer IP of ipMode Proxy gets no virtual server from
+// kube-proxy (proxyutil.IsVIPMode): none is expected, and none missing.
+func TestIPVSProxyModeLoadBalancer(t *testing.T) {
+	for _, proxyMode := range []bool{false, true} {
+		n := ipvsNode(t, "small-v1.37", "ipvsadm-Ln.txt", dropVirtualServer("198.51.100.10:443").withForm("ipvsadm-Ln.txt"), nil)
+		if proxyMode {
+			for i := range n.Objects.Services {
+				svc := n.Objects.Services[i]
+				if svc.Namespace == "shop" && svc.Name == "frontend" {
+					m := corev1.LoadBalancerIPModeProxy
+					for j := range svc.Status.LoadBalancer.Ingress {
+						svc.Status.LoadBalancer.Ingress[j].IPMode = &m
+					}
+				}
+			}
+		}
+		rep := diagnose.Triage(n)
+		found := false
+		for _, f := range rep.Findings {
+			found = found || f.Kind == diagnose.ProblemNoVirtualServer && strings.Contains(f.Message, "198.51.100.10:443")
+		}
+		if found == proxyMode {
+			t.Errorf("ipMode Proxy %v: missing virtual server reported %v; findings %+v", proxyMode, found, rep.Findings)
+		}
 	}
 }
