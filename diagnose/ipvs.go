@@ -293,7 +293,7 @@ func ipvsEndpointNotes(p correlate.IPVSPort) []Problem {
 		}
 	}
 	if len(p.Endpoints) == 0 {
-		return []Problem{{Severity: SeverityInfo, Kind: ProblemNoEndpoints, Message: "the EndpointSlices list no endpoints: its virtual servers have no real server, and connections to them get no answer"}}
+		return []Problem{{Severity: SeverityInfo, Kind: ProblemNoEndpoints, Message: "the EndpointSlices list no endpoints: its virtual servers have no real server, so connections to them reach no endpoint"}}
 	}
 	return []Problem{{Severity: SeverityWarning, Kind: ProblemNoneReady, Message: fmt.Sprintf("none of its %d endpoints is ready or serving: its virtual servers have no real server to send connections to (the pods' readiness, not the rules)", len(p.Endpoints))}}
 }

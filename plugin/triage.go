@@ -165,7 +165,11 @@ func renderTriage(out io.Writer, t *Terminal, rep *diagnose.TriageReport) error 
 		mode += " (config: " + string(rep.Mode.FromConfig) + ")"
 	}
 	fmt.Fprintln(out, mode)
-	fmt.Fprintf(out, "chains: %d kube-proxy chains, %d attributed, %d without owner, %d stale\n", rep.Chains.Chains, rep.Chains.Attributed, rep.Chains.Unowned, rep.Chains.Stale)
+	if rep.IPVS != nil {
+		renderTriageIPVS(out, t, rep.IPVS)
+	} else {
+		fmt.Fprintf(out, "chains: %d kube-proxy chains, %d attributed, %d without owner, %d stale\n", rep.Chains.Chains, rep.Chains.Attributed, rep.Chains.Unowned, rep.Chains.Stale)
+	}
 	for _, m := range rep.Masquerade {
 		mark := m.Mark
 		if mark == "" {
