@@ -177,6 +177,9 @@ type CountsReport struct {
 	PendingEndpointChanges *float64 `json:"pendingEndpointChanges,omitempty"`
 	PendingServiceChanges  *float64 `json:"pendingServiceChanges,omitempty"`
 	Notes                  []string `json:"notes"`
+	// IPVS counts the virtual servers against the Service ports' frontends
+	// when an IPVS table was read (ipvs_counts.go).
+	IPVS *IPVSCountsReport `json:"ipvs,omitempty"`
 }
 
 // TableCount compares one table.
@@ -357,6 +360,9 @@ func CompareCounts(rs *inspect.Ruleset, m *metrics.Metrics, stale ChainSet, now 
 
 	states := syncStates(m, now, opts.SyncPeriod)
 	failures := failuresByFamily(m, opts.Earlier, states)
+	if rep.Mode == kubeproxy.ModeIPVS {
+		ipvsFailureMeanings(failures)
+	}
 	rep.Failures = append(rep.Failures, failures...)
 
 	if rep.Mode != kubeproxy.ModeIPVS && (rep.Mode == kubeproxy.ModeIPTables || rep.Mode == kubeproxy.ModeUnknown || rep.ModeFromDump.Has(kubeproxy.ModeIPTables)) {
@@ -429,6 +435,10 @@ func (rep *CountsReport) modeNotes(rs *inspect.Ruleset) {
 			}
 		}
 	case kubeproxy.ModeIPVS:
+		if rs.HasIPVS() {
+			rep.note("ipvs mode exports no rule-count metric: the IPVS virtual servers are counted against the Service ports' frontends instead; the sync timestamps and failure counters below still apply")
+			break
+		}
 		rep.note("ipvs mode exports no rule-count metric: there is nothing to compare the dump with")
 	}
 }

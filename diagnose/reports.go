@@ -68,6 +68,7 @@ func Counts(n *Node) *RuleCounts {
 	for _, tc := range cr.Tables {
 		problems = problems || !tc.Agree && tc.InDump && tc.Metric != nil && !(tc.StaleRules > 0 && tc.Difference != nil && *tc.Difference == 0)
 	}
+	problems = rep.countIPVS(n) || problems
 	rep.Status = verdict(problems, rep.NotChecked)
 	return rep
 }

@@ -142,6 +142,7 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 			}
 		}
 	}
+	renderCountsIPVS(out, t, rep.IPVS)
 	lc := rep.LargeClusterMode
 	line := "large-cluster mode (dump): "
 	switch {
@@ -213,8 +214,10 @@ func renderLastSyncs(out io.Writer, t *Terminal, st styles, rep *diagnose.RuleCo
 		}
 		fmt.Fprintln(out, wrapIndent(msg, t.Width-2, 2))
 		if s.Syncs > 0 {
-			line := fmt.Sprintf("%s, %s on average (full: %d, %s; partial: %d, %s)", count(int(s.Syncs), "sync"), seconds(s.MeanSyncSeconds),
-				s.FullSyncs, seconds(s.MeanFullSyncSeconds), s.PartialSyncs, seconds(s.MeanPartialSyncSeconds))
+			line := fmt.Sprintf("%s, %s on average", count(int(s.Syncs), "sync"), seconds(s.MeanSyncSeconds))
+			if s.FullSyncs+s.PartialSyncs > 0 { // IPVS mode has no full and partial histograms
+				line += fmt.Sprintf(" (full: %d, %s; partial: %d, %s)", s.FullSyncs, seconds(s.MeanFullSyncSeconds), s.PartialSyncs, seconds(s.MeanPartialSyncSeconds))
+			}
 			if s.RecentMeanSyncSeconds != nil {
 				line += fmt.Sprintf("; %d since the earlier scrape, %s on average", *s.RecentSyncs, seconds(*s.RecentMeanSyncSeconds))
 			}

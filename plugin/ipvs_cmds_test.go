@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,22 @@ func ipvsListing(t *testing.T, edit func(string) string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// withoutVirtualServer removes the virtual server whose line is vs, with
+// its real servers, from an ipvsadm -Ln listing.
+func withoutVirtualServer(s, vs string) string {
+	var out []string
+	skip := false
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(line, "  ->") {
+			skip = strings.TrimSpace(line) == vs
+		}
+		if !skip {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // withStaleServers adds ipvsStaleServers, and a real server that is no
@@ -195,6 +212,113 @@ func TestIPVSStaleJSON(t *testing.T) {
 				if got[vs] != want {
 					t.Errorf("%s: former owner %q, want %q", vs, got[vs], want)
 				}
+			}
+		})
+	}
+}
+
+// ipvsMetrics writes small-v1.37's kube-proxy metrics as IPVS mode serves
+// them: without what only the iptables proxier registers (iptables_total
+// and _last, the full and partial sync histograms, partial restore
+// failures, the nfacct collectors; kube-proxy-facts §6), changed by edit.
+func ipvsMetrics(t *testing.T, edit func(string) string) string {
+	t.Helper()
+	b, err := os.ReadFile(smallFixture + "metrics-iptables.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		iptablesOnly := false
+		for _, name := range []string{"iptables_total", "iptables_last", "full_proxy_rules", "partial_proxy_rules", "partial_restore", "ct_state_invalid", "localhost_nodeports"} {
+			iptablesOnly = iptablesOnly || strings.Contains(line, name)
+		}
+		if !iptablesOnly {
+			keep = append(keep, line)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "metrics.txt")
+	if err := os.WriteFile(p, []byte(edit(strings.Join(keep, ""))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// failingRestores: IPv4's restores fail (the counter at 4) and a sync was
+// queued 160 s after the last that succeeded (with --at 1795939400, 98 s
+// ago: past 2 × syncPeriod, hung).
+func failingRestores(s string) string {
+	s = strings.Replace(s, `kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1.795939142084349e+09`,
+		`kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1.795939302e+09`, 1)
+	return s + "# TYPE kubeproxy_sync_proxy_rules_iptables_restore_failures_total counter\n" +
+		`kubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family="IPv4"} 4` + "\n"
+}
+
+func TestIPVSCounts(t *testing.T) {
+	faulty := ipvsListing(t, withStaleServers)
+	healthyMetrics := ipvsMetrics(t, func(s string) string { return s })
+	failing := ipvsMetrics(t, failingRestores)
+	objs, ipt := smallFixture+"objects.json", smallIPVS+"iptables-save-nft-ipv4.txt"
+	tests := []struct {
+		name, golden string
+		args         []string
+		wantExit     int
+		want         diagnose.IPVSCountsReport
+		wantFailing  bool
+	}{
+		{"healthy", "counts-ipvs-healthy.txt", []string{"--from-dump", smallIPVS + "proc-net-ip_vs.txt", "--from-dump", ipt, "--from-metrics", healthyMetrics, "--from-objects", objs, "--node", "node-a"}, ExitHealthy,
+			diagnose.IPVSCountsReport{VirtualServers: 33, Expected: 33, Present: 33, RealServers: 54, ExpectedRealServers: 54, Compared: true, Agree: true}, false},
+		{"stale and failing", "counts-ipvs-stale.txt", []string{"--from-dump", faulty, "--from-dump", ipt, "--from-metrics", failing, "--from-objects", objs, "--node", "node-a", "--at", "1795939400"}, ExitProblems,
+			diagnose.IPVSCountsReport{VirtualServers: 37, Expected: 33, Present: 33, Stale: 3, Probes: 1, RealServers: 60, ExpectedRealServers: 54, Compared: true}, true},
+		// A virtual server gone: a frontend without one.
+		{"missing", "", []string{"--from-dump", ipvsListing(t, func(s string) string {
+			return withoutVirtualServer(s, "TCP  10.96.10.6:80 rr")
+		}), "--from-metrics", healthyMetrics, "--from-objects", objs, "--node", "node-a"}, ExitProblems,
+			diagnose.IPVSCountsReport{VirtualServers: 32, Expected: 33, Present: 32, Missing: 1, RealServers: 53, ExpectedRealServers: 53, Compared: true}, false},
+		{"no objects", "", []string{"--from-dump", smallIPVS + "proc-net-ip_vs.txt", "--from-metrics", healthyMetrics}, ExitIncomplete,
+			diagnose.IPVSCountsReport{VirtualServers: 33, Unattributed: 33, RealServers: 54}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.golden != "" {
+				out, errOut, err := runCmd(t, nil, append([]string{"counts"}, tc.args...)...)
+				if code := exitOf(t, err, errOut); code != tc.wantExit {
+					t.Errorf("exit status %d, want %d", code, tc.wantExit)
+				}
+				checkGolden(t, tc.golden, []byte(out))
+			}
+			out, errOut, err := runCmd(t, nil, append([]string{"counts", "-o", "json"}, tc.args...)...)
+			if code := exitOf(t, err, errOut); code != tc.wantExit {
+				t.Errorf("json: exit status %d, want %d", code, tc.wantExit)
+			}
+			var rep struct {
+				Mode     string
+				IPVS     *diagnose.IPVSCountsReport
+				Failures []diagnose.FailureCount
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.IPVS == nil || rep.Mode != "ipvs" {
+				t.Fatalf("mode %q, ipvs %v", rep.Mode, rep.IPVS)
+			}
+			got := *rep.IPVS
+			if (got.Difference == nil) == tc.want.Compared || got.Reason == "" && !got.Agree && got.Compared || got.NotCompared == "" && !got.Compared {
+				t.Errorf("difference %v, reason %q, notCompared %q", got.Difference, got.Reason, got.NotCompared)
+			}
+			got.Difference, got.Reason, got.NotCompared = nil, "", ""
+			if got != tc.want {
+				t.Errorf("ipvs counts\n got %+v\nwant %+v", got, tc.want)
+			}
+			failingNow := false
+			for _, f := range rep.Failures {
+				failingNow = failingNow || f.Metric == "kubeproxy_sync_proxy_rules_iptables_restore_failures_total" && f.Now == diagnose.FailingNow && strings.Contains(f.Meaning, "virtual servers")
+			}
+			if failingNow != tc.wantFailing {
+				t.Errorf("restore failures failing now: %v, want %v (%+v)", failingNow, tc.wantFailing, rep.Failures)
+			}
+			if tc.wantFailing && !strings.Contains(rep.IPVS.Reason, "iptables-restore is failing") {
+				t.Errorf("reason %q does not name the failing restores", rep.IPVS.Reason)
 			}
 		})
 	}

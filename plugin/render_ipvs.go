@@ -222,3 +222,38 @@ func renderStaleIPVS(out io.Writer, t *Terminal, rep *diagnose.StaleReport) {
 		}
 	}
 }
+
+// renderCountsIPVS says the virtual servers against what the Service
+// ports call for.
+func renderCountsIPVS(out io.Writer, t *Terminal, c *diagnose.IPVSCountsReport) {
+	if c == nil {
+		return
+	}
+	st := t.styles()
+	agree := st.dim.Render("not compared")
+	switch {
+	case c.Compared && c.Agree:
+		agree = st.good.Render("agree")
+	case c.Compared:
+		agree = st.bad.Render("DIFFER")
+	}
+	line := fmt.Sprintf("IPVS: %s in the table", count(c.VirtualServers, "virtual server"))
+	if c.Compared {
+		line += fmt.Sprintf(", %d expected (the Service ports' frontends): %d present, %d missing, %d stale, %s", c.Expected, c.Present, c.Missing, c.Stale, count(c.Probes, "probe"))
+		if c.LoopbackNodePorts > 0 {
+			line += fmt.Sprintf(", %d loopback NodePort%s", c.LoopbackNodePorts, plural(c.LoopbackNodePorts))
+		}
+	}
+	fmt.Fprintln(out, wrapIndent(line+": "+agree, t.Width-2, 2))
+	rs := count(c.RealServers, "real server")
+	if c.Compared {
+		rs += fmt.Sprintf(" (%d endpoints expected in the present virtual servers, where this node's view tells)", c.ExpectedRealServers)
+	}
+	fmt.Fprintln(out, "  "+wrapIndent(rs, t.Width-2, 2))
+	switch {
+	case c.NotCompared != "":
+		fmt.Fprintln(out, "  "+wrapIndent("not compared: "+c.NotCompared, t.Width-2, 2))
+	case c.Reason != "":
+		fmt.Fprintln(out, "  "+wrapIndent(c.Reason, t.Width-2, 2))
+	}
+}
