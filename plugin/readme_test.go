@@ -18,6 +18,9 @@ const (
 
 const small = "testdata/fixtures/small-v1.37/"
 
+// drain is kube-proxy's IPVS state with a TCP real server draining.
+const drain = "testdata/fixtures/ipvs-drain-v1.37/"
+
 // ct holds the saved kernel state of the conntrack examples.
 const ct = "plugin/testdata/conntrack/"
 
@@ -77,6 +80,16 @@ var readmeSnippets = []struct {
 		name:  "explain",
 		shown: "kubectl proxyrules explain svc/frontend -n shop --from-dump testdata/fixtures/small-v1.37/iptables/save-nft-ipv4.txt \\\n    --from-objects testdata/fixtures/small-v1.37/objects.json --node node-a",
 		args:  []string{"explain", "svc/frontend", "-n", "shop", "--from-dump", "testdata/fixtures/small-v1.37/iptables/save-nft-ipv4.txt", "--from-objects", "testdata/fixtures/small-v1.37/objects.json", "--node", "node-a"},
+	},
+	{
+		name: "explain-ipvs",
+		shown: "kubectl proxyrules explain svc/dns -n drain --node node-a --node-ip 10.0.0.10 \\\n" +
+			"    --from-dump " + drain + "ipvs/ipvsadm-Ln.txt --from-dump " + drain + "ipvs/ipset-save.txt \\\n" +
+			"    --from-dump " + drain + "ipvs/ip-addr-kube-ipvs0.txt --from-objects " + drain + "objects.json \\\n" +
+			"    --from-config plugin/" + ipvsConfig,
+		args: []string{"explain", "svc/dns", "-n", "drain", "--node", "node-a", "--node-ip", "10.0.0.10", "--from-dump", drain + "ipvs/ipvsadm-Ln.txt",
+			"--from-dump", drain + "ipvs/ipset-save.txt", "--from-dump", drain + "ipvs/ip-addr-kube-ipvs0.txt", "--from-objects", drain + "objects.json",
+			"--from-config", "../plugin/" + ipvsConfig},
 	},
 	{
 		name: "explain-conntrack",
