@@ -18,6 +18,13 @@ const (
 	// is kept; the Dump's Version names the form (ifaddr.Format), its
 	// Rules kube-ipvs0's addresses.
 	FormatIPAddr Format = "ip-addr"
+	// FormatFIBTrie is /proc/net/fib_trie, the kernel's IPv4 routing
+	// tables, of which the local addresses are kept (ifaddr.ReadFIBTrie);
+	// the Dump's Rules count them.
+	FormatFIBTrie Format = "fib-trie"
+	// FormatIfInet6 is /proc/net/if_inet6, every IPv6 address with its
+	// link (ifaddr.ReadIfInet6); the Dump's Rules count the local ones.
+	FormatIfInet6 Format = "if-inet6"
 )
 
 // IPVSState is the IPVS side of a node in IPVS mode, beside its iptables
@@ -31,6 +38,14 @@ type IPVSState struct {
 	// Interface is kube-ipvs0 with the addresses bound to it; nil also when
 	// an ip addr listing did not show it (its Dump warns so).
 	Interface *ifaddr.Interface
+	// Local are the node's local addresses as the kernel's files list
+	// them where ip is missing (a live read in the kube-proxy image):
+	// every IPv4 local address from /proc/net/fib_trie (its link not
+	// said), every IPv6 one from /proc/net/if_inet6 with kube-ipvs0's
+	// told apart (Kube). Local.Has(a) says whether a cluster IP is bound
+	// and whether that is known (a family not read is not). Joined over
+	// both files.
+	Local *ifaddr.LocalAddrs
 }
 
 // mergeIPVS adds other's IPVS state to r's.
@@ -50,6 +65,9 @@ func (r *Ruleset) mergeIPVS(other *IPVSState) {
 	if other.Interface != nil {
 		r.IPVS.Interface = ifaddr.Join(r.IPVS.Interface, other.Interface)
 	}
+	if other.Local != nil {
+		r.IPVS.Local = ifaddr.JoinLocal(r.IPVS.Local, other.Local)
+	}
 }
 
 // HasIPVS: an IPVS table was read (it may hold no virtual server).
@@ -61,6 +79,12 @@ func (r *Ruleset) HasIPSets() bool { return r != nil && r.IPVS != nil && r.IPVS.
 // HasIPVSInterface: kube-ipvs0 was read (it may hold no address).
 func (r *Ruleset) HasIPVSInterface() bool {
 	return r != nil && r.IPVS != nil && r.IPVS.Interface != nil
+}
+
+// HasLocalAddrs: the node's local addresses were read (fib_trie or
+// if_inet6; Local.IPv4 and Local.IPv6 say which).
+func (r *Ruleset) HasLocalAddrs() bool {
+	return r != nil && r.IPVS != nil && r.IPVS.Local != nil
 }
 
 // IPVSRuleset is the ruleset of one IPVS listing read from source.
@@ -92,4 +116,17 @@ func IPAddrRuleset(l *ifaddr.Listing, source string) *Ruleset {
 		rs.IPVS = &IPVSState{Interface: l.Interface}
 	}
 	return rs
+}
+
+// LocalAddrsRuleset is the ruleset of one /proc/net/fib_trie or
+// /proc/net/if_inet6 read from source: the node's local addresses.
+func LocalAddrsRuleset(l *ifaddr.LocalListing, source string) *Ruleset {
+	f := FormatFIBTrie
+	if l.Format == ifaddr.FormatIfInet6 {
+		f = FormatIfInet6
+	}
+	return &Ruleset{
+		Dumps: []Dump{{Source: source, Format: f, Rules: len(l.Local.Addrs), Warnings: l.Warnings}},
+		IPVS:  &IPVSState{Local: l.Local},
+	}
 }

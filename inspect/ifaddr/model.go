@@ -11,7 +11,9 @@
 // over with a warning rather than read as a link without addresses.
 // Bounds (limits.go) as in inspect/ipvs: lines, bytes and addresses are
 // capped, what a cap left out is in Listing.Truncated, and the error is
-// only the io.Reader's.
+// only the io.Reader's. Where ip is missing (the kube-proxy image) the
+// node's local addresses are read from the kernel's files instead:
+// ReadFIBTrie and ReadIfInet6 (local.go).
 package ifaddr
 
 import "net/netip"

@@ -2,7 +2,8 @@
 // the reader of that format: iptables-save, kube-proxy's restore input,
 // iptables -S and -L output and excerpts, nft JSON and text, knftables
 // dumps, IPVS mode's node state (the IPVS table, ipsets, kube-ipvs0's
-// addresses from ip addr) and kube-proxy's metrics. Identify and Expect name what an input
+// addresses from ip addr, the node's local addresses from /proc/net/fib_trie
+// and /proc/net/if_inet6) and kube-proxy's metrics. Identify and Expect name what an input
 // holds when it was passed where another kind of input belongs.
 package input
 
@@ -29,7 +30,7 @@ import (
 // an "nftables" key too).
 var nftJSON = regexp.MustCompile(`^\{\s*"nftables"\s*:\s*\[`)
 
-const unrecognised = "unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, iptables -S or -L output, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines, an IPVS table (/proc/net/ip_vs, ipvsadm -Ln or -Sn), ipset save or list output, ip addr output or Prometheus metrics"
+const unrecognised = "unrecognised input: expected iptables-save, ip6tables-save, kube-proxy's iptables-restore input, iptables -S or -L output, `nft list ruleset`, `nft -j list ruleset`, knftables `add …` lines, an IPVS table (/proc/net/ip_vs, ipvsadm -Ln or -Sn), ipset save or list output, ip addr output, /proc/net/fib_trie, /proc/net/if_inet6 or Prometheus metrics"
 
 // Detect names the format of an input from its first bytes. It never
 // declares a format it cannot see: unknown input gives an error that says
@@ -65,6 +66,13 @@ func Detect(head []byte) (inspect.Format, error) {
 		}
 		if ifaddr.IsLine(line) {
 			return inspect.FormatIPAddr, nil
+		}
+		// the kernel's local addresses, read where ip is missing
+		if ifaddr.IsFIBTrieLine(line) {
+			return inspect.FormatFIBTrie, nil
+		}
+		if ifaddr.IsIfInet6Line(line) {
+			return inspect.FormatIfInet6, nil
 		}
 		if f, ok := iptablesLine(line, trimmed); ok {
 			return f, nil
@@ -246,6 +254,15 @@ func (o Options) Read(r io.Reader, source string) (*Input, error) {
 		var l *ifaddr.Listing
 		if l, err = ifaddr.Read(br, ifaddr.KubeIPVS0, ifaddr.DefaultLimits()); err == nil {
 			in.Ruleset = inspect.IPAddrRuleset(l, source)
+		}
+	case inspect.FormatFIBTrie, inspect.FormatIfInet6:
+		read := ifaddr.ReadFIBTrie
+		if format == inspect.FormatIfInet6 {
+			read = ifaddr.ReadIfInet6
+		}
+		var l *ifaddr.LocalListing
+		if l, err = read(br, ifaddr.DefaultLimits()); err == nil {
+			in.Ruleset = inspect.LocalAddrsRuleset(l, source)
 		}
 	case inspect.FormatMetrics:
 		in.Metrics, err = metrics.Parse(br, source)

@@ -56,6 +56,12 @@ func TestDetect(t *testing.T) {
 		{"3: kube-ipvs0    inet 10.96.0.1/32 scope global kube-ipvs0\\       valid_lft forever preferred_lft forever\n", inspect.FormatIPAddr},
 		{"kube-ipvs0       DOWN           10.96.0.1/32 10.96.0.10/32\n", inspect.FormatIPAddr},
 		{"[root@node-a ~]# ip addr show dev kube-ipvs0\n3: kube-ipvs0: <BROADCAST,NOARP> mtu 1500\n", inspect.FormatIPAddr},
+		// the kernel's local addresses, read where ip is missing (issue 32, item 1)
+		{"Main:\n  +-- 0.0.0.0/0 3 0 4\n     +-- 10.96.0.0/20 2 0 2\n", inspect.FormatFIBTrie},
+		{"Id 100:\n  |-- 192.0.2.0\n     /24 link UNICAST\n", inspect.FormatFIBTrie},
+		{"[root@node-a ~]# cat /proc/net/fib_trie\nMain:\n", inspect.FormatFIBTrie},
+		{"fd00001000960000000000000000000b 03 80 00 82 kube-ipvs0\n", inspect.FormatIfInet6},
+		{"$ cat /proc/net/if_inet6\r\n00000000000000000000000000000001 01 80 10 80       lo\r\n", inspect.FormatIfInet6},
 	}
 	for _, tc := range tests {
 		if got, err := input.Detect([]byte(tc.head)); err != nil || got != tc.want {
@@ -63,7 +69,8 @@ func TestDetect(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "hello world\n", "{\"items\": []}", "# just a comment\n", "*nat\x00", "TCP is a protocol\n",
-		"Name: KUBE-CLUSTER-IP\nMembers:\n", "3: kube-ipvs0: <NOARP,UP> mtu 1500 state UNKNOWN mode DEFAULT group default\n"} {
+		"Name: KUBE-CLUSTER-IP\nMembers:\n", "3: kube-ipvs0: <NOARP,UP> mtu 1500 state UNKNOWN mode DEFAULT group default\n",
+		"Main:\nLocal:\n", "        /32 host LOCAL\n", "fd00001000960000000000000000000b 03 80 00 82\n"} {
 		if got, err := input.Detect([]byte(bad)); err == nil {
 			t.Errorf("Detect(%q) = %s, want an error", bad, got)
 		}

@@ -99,11 +99,51 @@ func TestReadIPAddrWithoutKubeIPVS0(t *testing.T) {
 
 func TestIdentifyIPVSNodeState(t *testing.T) {
 	for head, what := range map[string]string{
-		"create KUBE-CLUSTER-IP hash:ip,port family inet\n": "ipsets (ipset save or list)",
-		"kube-ipvs0       DOWN           10.96.0.1/32\n":    "interface addresses (ip addr)",
+		"create KUBE-CLUSTER-IP hash:ip,port family inet\n":         "ipsets (ipset save or list)",
+		"kube-ipvs0       DOWN           10.96.0.1/32\n":            "interface addresses (ip addr)",
+		"Main:\n  +-- 0.0.0.0/0 3 0 4\n":                            "local addresses (/proc/net/fib_trie)",
+		"fd00001000960000000000000000000b 03 80 00 82 kube-ipvs0\n": "IPv6 addresses (/proc/net/if_inet6)",
 	} {
 		if id := input.Identify([]byte(head)); id.Kind != input.KindRuleset || id.What != what {
 			t.Errorf("Identify(%q) = %+v, want a ruleset, %q", head, id, what)
 		}
+	}
+}
+
+// /proc/net/fib_trie and /proc/net/if_inet6, as a live read in the
+// kube-proxy image gets them, are ruleset inputs: the node's local
+// addresses land in Ruleset.IPVS.Local, joined over both, beside the
+// table (issue 32, item 1).
+func TestReadLocalAddrs(t *testing.T) {
+	ifaddrDir := filepath.Join("..", "ifaddr", "testdata")
+	fib := readFile(t, filepath.Join(ifaddrDir, "fib_trie.txt"))
+	v6 := readFile(t, filepath.Join(ifaddrDir, "if_inet6.txt"))
+	tests := []struct {
+		in     *input.Input
+		format inspect.Format
+		rules  int
+	}{{fib, inspect.FormatFIBTrie, 6}, {v6, inspect.FormatIfInet6, 4}}
+	for _, tc := range tests {
+		rs := tc.in.Ruleset
+		if tc.in.Format != tc.format || !rs.HasLocalAddrs() || rs.HasIPVS() || rs.HasIPVSInterface() || len(rs.Dumps) != 1 ||
+			rs.Dumps[0].Format != tc.format || rs.Dumps[0].Rules != tc.rules || len(rs.Dumps[0].Warnings) != 0 {
+			t.Fatalf("%s: format %s, local %v, dumps %+v", tc.format, tc.in.Format, rs.HasLocalAddrs(), rs.Dumps)
+		}
+	}
+	merged := &inspect.Ruleset{}
+	for _, in := range []*input.Input{readFile(t, filepath.Join("..", "..", "testdata", "fixtures", "small-v1.37", "ipvs", "proc-net-ip_vs.txt")), fib, v6} {
+		merged.Merge(in.Ruleset)
+	}
+	l := merged.IPVS.Local
+	if !merged.HasIPVS() || !merged.HasLocalAddrs() || !l.IPv4 || !l.IPv6 || len(l.Addrs) != 10 || len(l.Kube) != 2 {
+		t.Fatalf("merged: ipvs %v, local %+v", merged.HasIPVS(), l)
+	}
+	for addr, want := range map[string][2]bool{"10.96.0.10": {true, true}, "10.96.0.11": {false, true}, "fd00:10:96::c": {true, true}, "fd00:10:96::d": {false, true}} {
+		if local, known := l.Has(netip.MustParseAddr(addr)); local != want[0] || known != want[1] {
+			t.Errorf("Has(%s) = %v, %v; want %v", addr, local, known, want)
+		}
+	}
+	if len(fib.Ruleset.IPVS.Local.Addrs) != 6 || fib.Ruleset.IPVS.Local.IPv6 {
+		t.Errorf("merge changed an input: %+v", fib.Ruleset.IPVS.Local)
 	}
 }

@@ -138,6 +138,8 @@ var rulesetWhat = map[inspect.Format]string{
 	inspect.FormatIPVS:            "an IPVS table (/proc/net/ip_vs or ipvsadm)",
 	inspect.FormatIPSet:           "ipsets (ipset save or list)",
 	inspect.FormatIPAddr:          "interface addresses (ip addr)",
+	inspect.FormatFIBTrie:         "local addresses (/proc/net/fib_trie)",
+	inspect.FormatIfInet6:         "IPv6 addresses (/proc/net/if_inet6)",
 }
 
 func joinWords(w []string) string {
