@@ -69,6 +69,9 @@ type ServicePortDiff struct {
 	// Routes are the routes whose new connections fare otherwise on A
 	// than on B: endpoints and shares, verdicts, masquerade.
 	Routes []RouteDiff `json:"routes,omitempty"`
+	// VirtualServers are the frontends whose IPVS virtual servers differ,
+	// when both sides are in IPVS mode (ipvs_diff.go).
+	VirtualServers []IPVSVirtualServerDiff `json:"virtualServers,omitempty"`
 }
 
 // DiffEntry is one thing one side has programmed.
@@ -119,6 +122,7 @@ func Diff(in DiffSides) *NodeDiff {
 	var unownedA, unownedB []string
 	o.entries[0], o.routes[0], unownedA = ownedThings(in.A, objs)
 	o.entries[1], o.routes[1], unownedB = ownedThings(in.B, objs)
+	ipvs := d.compareIPVS(in, objs, &o)
 	families := d.comparedFamilies(in, &o)
 	sameMode := d.A.Mode == d.B.Mode
 	if !sameMode {
@@ -135,7 +139,8 @@ func Diff(in DiffSides) *NodeDiff {
 		a, b := o.entries[0][k], o.entries[1][k]
 		onlyA, onlyB := withoutRoutesOfOwnEndpoints(minus(a, b)), withoutRoutesOfOwnEndpoints(minus(b, a))
 		routes := diffRoutes(o.routes[0][k], o.routes[1][k], sameMode, !masqHidden[k.family])
-		if len(onlyA) == 0 && len(onlyB) == 0 && len(routes) == 0 {
+		vss := ipvs.of(k)
+		if len(onlyA) == 0 && len(onlyB) == 0 && len(routes) == 0 && len(vss) == 0 {
 			d.Same++
 			continue
 		}
@@ -145,6 +150,7 @@ func Diff(in DiffSides) *NodeDiff {
 		if len(routes) > 0 {
 			sp.Routes = routes
 		}
+		sp.VirtualServers = vss
 		d.ServicePorts = append(d.ServicePorts, sp)
 	}
 	d.Unowned.OnlyA = minusNames(unownedA, unownedB)
@@ -304,7 +310,12 @@ func diffFixedRules(a, b *Node, masqA, masqB []MasqReport, families []kubeproxy.
 // ipvs mode too), nftables, or both.
 func fixedModes(n *Node) []kubeproxy.Mode {
 	switch DetectMode(n.Ruleset).Detected {
-	case kubeproxy.ModeIPTables, kubeproxy.ModeIPVS:
+	case kubeproxy.ModeIPVS:
+		if len(n.Ruleset.IPTables) == 0 {
+			return nil // an IPVS table alone: no fixed rules read
+		}
+		return []kubeproxy.Mode{kubeproxy.ModeIPTables}
+	case kubeproxy.ModeIPTables:
 		return []kubeproxy.Mode{kubeproxy.ModeIPTables}
 	case kubeproxy.ModeNFTables:
 		return []kubeproxy.Mode{kubeproxy.ModeNFTables}
@@ -579,5 +590,5 @@ func (e DiffEntry) String() string {
 }
 
 func hasFamily(n *Node, fam kubeproxy.Family) bool {
-	return hasRulesOf(n, kubeproxy.ModeBoth, fam)
+	return hasRulesOf(n, kubeproxy.ModeBoth, fam) || ipvsHasFamily(n, fam)
 }

@@ -315,6 +315,9 @@ func renderDiff(out io.Writer, t *Terminal, d *diagnose.NodeDiff) {
 		for _, r := range sp.Routes {
 			line(st.warn, "! "+r.Summary, 4)
 		}
+		for _, v := range sp.VirtualServers { // IPVS mode's frontends
+			line(st.warn, "! "+v.Summary, 4)
+		}
 		for _, e := range sp.OnlyA {
 			if e.What == "route" && len(sp.Routes) > 0 {
 				continue // the route's line below says it, with shares

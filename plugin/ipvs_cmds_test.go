@@ -323,3 +323,78 @@ func TestIPVSCounts(t *testing.T) {
 		})
 	}
 }
+
+// nodeB is small-v1.37's table as another node holds it: its own address
+// (10.0.0.11) for the NodePorts, shop/web's 10.244.1.11:8080 removed and
+// shop/cart's 10.244.2.81:8080 at weight 0.
+func nodeB(s string) string {
+	s = strings.ReplaceAll(s, "TCP  10.0.0.10:", "TCP  10.0.0.11:")
+	s = strings.Replace(s, "  -> 10.244.1.11:8080             Masq    1      0          0         \n", "", 1)
+	return strings.Replace(s, "  -> 10.244.2.81:8080             Masq    1", "  -> 10.244.2.81:8080             Masq    0", 1)
+}
+
+func TestIPVSDiff(t *testing.T) {
+	b := ipvsListing(t, nodeB)
+	moved := ipvsListing(t, func(s string) string { return strings.ReplaceAll(s, "TCP  10.0.0.10:", "TCP  10.0.0.11:") })
+	objs := smallFixture + "objects.json"
+	ipt := smallFixture + "iptables/save-nft-ipv4.txt"
+	tests := []struct {
+		name, golden string
+		a, b         string
+		wantExit     int
+		want         []string // in the text
+	}{
+		{"two IPVS nodes", "diff-ipvs.txt", smallIPVS + "ipvsadm-Ln.txt", b, ExitProblems, []string{
+			"! clusterIP TCP 10.96.10.1:80: A sends to 3 real servers, B to 2: B lacks\n    10.244.1.11:8080\n- endpoint 10.244.1.11:8080\n",
+			"! clusterIP TCP 10.96.10.7:80: A sends to 2 real servers, B to 1:\n    10.244.2.81:8080 weight 1 on A, 0 on B\n"}},
+		// Their own addresses for the NodePorts, and two forms of one table.
+		{"alike", "", smallIPVS + "proc-net-ip_vs.txt", moved, ExitHealthy, []string{"no difference: 22 Service ports alike"}},
+		{"iptables and IPVS", "diff-iptables-ipvs.txt", ipt, b, ExitProblems, []string{
+			"@@ shop/web:http TCP IPv4\n- endpoint 10.244.1.11:8080 (KUBE-SEP-EPVTA2RHFPHQF37H)\n", "A is in iptables mode, B in ipvs mode: compared by the endpoints"}},
+		{"iptables and IPVS alike", "", ipt, smallIPVS + "proc-net-ip_vs.txt", ExitHealthy, []string{"no difference: 19 Service ports alike"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runCmd(t, nil, "diff", tc.a, tc.b, "--from-objects", objs)
+			if code := exitOf(t, err, errOut); code != tc.wantExit {
+				t.Errorf("exit status %d, want %d\n%s", code, tc.wantExit, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("lacks %q:\n%s", w, out)
+				}
+			}
+			fits80(t, out)
+			if tc.golden != "" {
+				checkGolden(t, tc.golden, []byte(strings.ReplaceAll(out, filepath.Dir(b)+string(filepath.Separator), "")))
+			}
+		})
+	}
+	// As JSON: each side's real servers and weights.
+	js, errOut, err := runCmd(t, nil, "diff", smallIPVS+"ipvsadm-Ln.txt", b, "--from-objects", objs, "-o", "json")
+	if code := exitOf(t, err, errOut); code != ExitProblems {
+		t.Fatalf("exit %d", code)
+	}
+	var d struct {
+		ServicePorts []struct {
+			ServicePort, Family string
+			OnlyA, OnlyB        []struct{ What, Detail string }
+			VirtualServers      []diagnose.IPVSVirtualServerDiff
+		}
+		Status string
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]diagnose.IPVSVirtualServerDiff{}
+	for _, sp := range d.ServicePorts {
+		for _, v := range sp.VirtualServers {
+			got[sp.ServicePort+" "+v.VirtualServer] = v
+		}
+	}
+	web, cart := got["shop/web:http TCP 10.96.10.1:80"], got["shop/cart:http TCP 10.96.10.7:80"]
+	if len(got) != 2 || len(web.A) != 3 || len(web.B) != 2 || web.Frontend != "clusterIP" ||
+		len(cart.B) != 2 || cart.B[1] != (diagnose.IPVSWeight{Addr: "10.244.2.81:8080", Weight: 0}) || d.Status != "problems" {
+		t.Errorf("virtual servers %+v\n%s", got, js)
+	}
+}
