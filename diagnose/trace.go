@@ -72,6 +72,8 @@ type PacketTrace struct {
 	// Confirm are commands that would show the kernel's answer on the
 	// node; they add a rule, so the plugin never runs them.
 	Confirm []string `json:"confirm"`
+	// IPVS: the virtual services the connection met (IPVS mode).
+	IPVS *TraceIPVS `json:"ipvs,omitempty"`
 }
 
 // TracePacket is the connection walked.
@@ -111,6 +113,9 @@ type TraceOutcome struct {
 	NamedEndpoint string                `json:"namedEndpoint,omitempty"`
 	Assumes       []evaluate.Assumption `json:"assumes"`
 	Path          []TraceHop            `json:"path"`
+	// IPVS: the virtual service that scheduled it and the real server
+	// picked (IPVS mode).
+	IPVS *evaluate.IPVSChoice `json:"ipvs,omitempty"`
 }
 
 // TraceHop is one rule of a path, with the Service port or endpoint its
@@ -137,7 +142,7 @@ func Trace(n *Node, req TraceRequest) (*TraceReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev := evaluate.New(n.Ruleset, evaluate.Node{Addresses: nodeIPs})
+	ev := evaluate.New(n.Ruleset, traceEvalNode(n, nodeIPs))
 	labels := correlate.NewTraceLabels(n.Objects)
 	problems, unknown := false, false
 	for _, e := range entries {
@@ -149,6 +154,7 @@ func Trace(n *Node, req TraceRequest) (*TraceReport, error) {
 		res := ev.Walk(pkt, evaluate.Options{Pinned: req.Pinned})
 		pt := labelTrace(res, e, labels)
 		pt.Confirm = confirmCommands(n, pkt)
+		labelIPVS(n, &pt, res, labels)
 		for _, o := range pt.Outcomes {
 			switch o.Verdict {
 			case evaluate.VerdictDrop, evaluate.VerdictReject:
@@ -168,6 +174,7 @@ func Trace(n *Node, req TraceRequest) (*TraceReport, error) {
 	default:
 		rep.Status = StatusHealthy
 	}
+	rep.NotChecked = append(rep.NotChecked, traceIPVSGaps(rep)...)
 	return rep, nil
 }
 
@@ -404,6 +411,9 @@ func rulesClusterCIDRs(n *Node) []netip.Prefix {
 			}
 		}
 	}
+	for _, c := range ipvsClusterCIDRs(n) {
+		add(c)
+	}
 	return out
 }
 
@@ -420,6 +430,7 @@ func labelTrace(res *evaluate.Result, e correlate.TraceEntry, labels *correlate.
 		to := TraceOutcome{Probability: o.Probability, Exact: o.Probability.String(), Verdict: o.Verdict, Masquerade: o.Masquerade,
 			Mark: fmt.Sprintf("%#x", o.Mark), Reject: o.Reject, Delivery: o.Delivery, Destination: o.Destination.String(),
 			Assumes: nonNil(o.Assumes), Path: make([]TraceHop, 0, len(o.Path))}
+		ipvsOutcome(&to, o)
 		if o.DNAT {
 			ep := o.Destination.String()
 			to.Endpoint = &ep
@@ -523,6 +534,8 @@ func outcomesText(os []TraceOutcome) string {
 		key  string
 		p    evaluate.Prob
 		masq bool
+		// unpredictable: a real server IPVS picks by lc, sh …: no share
+		unpredictable bool
 	}
 	var list []*agg
 	by := map[string]*agg{}
@@ -536,6 +549,7 @@ func outcomesText(os []TraceOutcome) string {
 			list = append(list, a)
 		}
 		a.p = a.p.Add(o.Probability)
+		a.unpredictable = a.unpredictable || ipvsUnpredictable(o)
 		if o.Verdict == evaluate.VerdictDNAT || o.Verdict == evaluate.VerdictAccept {
 			if o.Masquerade {
 				masq = true
@@ -546,7 +560,7 @@ func outcomesText(os []TraceOutcome) string {
 	}
 	var parts []string
 	for _, a := range list {
-		parts = append(parts, a.p.Percent()+" "+a.key)
+		parts = append(parts, shareWords(a.p, a.unpredictable)+" "+a.key)
 	}
 	n := len(list)
 	s := fmt.Sprintf("%d outcomes: ", n)

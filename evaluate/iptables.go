@@ -96,6 +96,10 @@ func (w *walk) iptOption(t *thread, module string, o ruleargs.Option) cond {
 		case "--dst-range":
 			return not(addrCond(t.dst.Addr(), arg), o.Not)
 		}
+	case "set":
+		if c, ok := w.setOption(t, o); ok {
+			return c
+		}
 	case "pkttype":
 		if o.Name == "--pkt-type" {
 			return not(truth(strings.EqualFold(arg, "unicast")), o.Not)

@@ -122,6 +122,7 @@ type unit struct {
 	prio   int
 	nat    bool
 	chains []baseChain
+	ipvs   bool // IPVS schedules here (ipvs.go): no chains
 }
 
 // hookPlan is every unit of one hook, in priority order.
@@ -190,7 +191,7 @@ func (e *Evaluator) plan(fam kubeproxy.Family) *familyPlan {
 			}
 			return plan[i].chains[0].order < plan[j].chains[0].order
 		})
-		p.hooks[h] = plan
+		p.hooks[h] = e.withIPVS(h, plan)
 	}
 	e.plans[fam] = p
 	return p

@@ -62,6 +62,10 @@ type Node struct {
 	// --dst-type LOCAL` and `fib daddr type local` match, besides
 	// loopback (127.0.0.0/8, ::1), and what is delivered locally.
 	Addresses []netip.Addr
+	// IPVS: walk kube-proxy's IPVS mode: the ruleset's IPVS table
+	// schedules at its hooks, and its virtual services' addresses are the
+	// node's (bound to kube-ipvs0). See ipvs.go.
+	IPVS bool
 }
 
 // DefaultMaxOutcomes is the branches a walk follows unless told: a
@@ -116,6 +120,8 @@ type Result struct {
 	// Truncated: more branches than Options.MaxOutcomes; the outcomes
 	// listed are not all.
 	Truncated bool `json:"truncated,omitempty"`
+	// IPVS are the virtual services the walk met (Node.IPVS), each once.
+	IPVS []IPVSService `json:"ipvs,omitempty"`
 }
 
 // Outcome is one way the connection can go.
@@ -152,6 +158,9 @@ type Outcome struct {
 	// Affinity is set when a ClientIP-affinity rule decided (or could
 	// have decided) this outcome.
 	Affinity *Affinity `json:"affinity,omitempty"`
+	// IPVS is the virtual service that scheduled the connection, and the
+	// real server it picked (Node.IPVS).
+	IPVS *IPVSChoice `json:"ipvs,omitempty"`
 }
 
 // Hops is the outcome's path, also of a Brief walk.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables/ruleargs"
+	"github.com/proxyrules/kubectl-proxyrules/inspect/ipvs"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/nft"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
@@ -28,6 +29,8 @@ type Evaluator struct {
 	keyBuf   []byte    // scratch for a lookup's key
 	free     []*thread // threads of ended branches, for the next forks
 	outcomes []Outcome // scratch for a walk's outcomes
+	// ipvsIndex: the IPVS table's virtual services (Node.IPVS; ipvs.go)
+	ipvsIndex map[ipvsKey]*ipvs.Service
 }
 
 // New returns an evaluator of rs on a node.
@@ -38,6 +41,7 @@ func New(rs *inspect.Ruleset, node Node) *Evaluator {
 	for _, a := range node.Addresses {
 		e.local[a.Unmap()] = true
 	}
+	e.indexIPVS()
 	return e
 }
 
@@ -182,6 +186,9 @@ type thread struct {
 	routed   bool // the routing decision after the first hooks is made
 	started  bool // the current base chain is entered
 	postSeen bool // postMark is set
+
+	ipvs *IPVSChoice // IPVS scheduled it (ipvs.go)
+	end  Verdict     // how an IPVS step ended it
 }
 
 type frame struct {
@@ -283,7 +290,7 @@ func (w *walk) run(t *thread) {
 		}
 		if len(t.frames) == 0 {
 			if !w.enterNext(t) {
-				w.finish(t, "")
+				w.finish(t, t.end)
 				return
 			}
 			continue
@@ -508,6 +515,12 @@ func (w *walk) enterNext(t *thread) bool {
 			continue
 		}
 		u := plan[t.unit]
+		if u.ipvs {
+			if !w.ipvsStep(t, hook) {
+				return false
+			}
+			continue
+		}
 		if !t.started {
 			w.conntrackBefore(t, hook, u.prio)
 			if hook == hookPostrouting && !t.postSeen {
@@ -606,6 +619,7 @@ func (w *walk) finish(t *thread, v Verdict) {
 		out.Assumes = append(out.Assumes, a.a)
 	}
 	reverse(out.Assumes)
+	w.finishIPVS(&out, t)
 	w.res.Outcomes = append(w.res.Outcomes, out)
 }
 

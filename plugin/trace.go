@@ -268,6 +268,7 @@ func renderTrace(out io.Writer, t *Terminal, rep *diagnose.TraceReport) error {
 		if pt.Affinity != nil {
 			fmt.Fprintln(out, wrap(affinityText(pt.Affinity), w))
 		}
+		renderTraceIPVS(out, t, pt)
 		var prev []diagnose.TraceHop
 		for _, o := range pt.Outcomes {
 			fmt.Fprintln(out)
@@ -342,7 +343,7 @@ func affinityText(a *diagnose.TraceAffinity) string {
 }
 
 func outcomeHeader(st styles, o diagnose.TraceOutcome, width int) string {
-	share := fmt.Sprintf("%6s", o.Probability.Percent())
+	share := fmt.Sprintf("%6s", outcomeShare(o))
 	var what string
 	style := st.good
 	switch o.Verdict {
@@ -465,8 +466,11 @@ func sameHop(a, b diagnose.TraceHop) bool {
 // hopLine: "    prerouting nat KUBE-SVC-67NZLRHBNDSAWJRO #2  jump KUBE-SEP-… (33.3%)  shop/web:http".
 func hopLine(t *Terminal, h diagnose.TraceHop) string {
 	rule := "policy"
-	if h.Rule >= 0 {
+	switch {
+	case h.Rule >= 0:
 		rule = "#" + strconv.Itoa(h.Rule+1)
+	case h.Backend == "ipvs":
+		rule = "" // IPVS's own verdict, no rule's
 	}
 	action := h.Action
 	if h.Share != nil {
