@@ -51,7 +51,7 @@ func (b *stderrBuffer) String() string {
 // outputCap is the most one command's stdout may hold: a dump the cap on
 // a bundle's ruleset, anything else far less.
 func outputCap(c NodeCommand) int64 {
-	if c.ID == idIPVSTable || c.ID == idIPSetSave {
+	if ipvsOutputCapped(c.ID) {
 		return maxIPVSOutput
 	}
 	switch c.Kind {

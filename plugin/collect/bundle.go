@@ -146,7 +146,7 @@ var DefaultLimits = Limits{
 // kindBounds bound the files of one kind a bundle may list, so that what
 // is parsed at once stays a small multiple of one file's cap: at most
 // files of the kind, together at most total times the cap on one. collect
-// writes up to 12 rulesets (the service scope 6), 2 metrics files, 1
+// writes up to 14 rulesets (the service scope 6), 2 metrics files, 1
 // configuration and 1 objects file.
 var kindBounds = map[string]struct {
 	files int
@@ -190,7 +190,7 @@ func checkKinds(m *Manifest, lim Limits) error {
 }
 
 // collectWrites is how many files of each kind collect writes at most.
-var collectWrites = map[string]int{KindRuleset: 12, KindMetrics: 2, KindConfig: 1, KindObjects: 1,
+var collectWrites = map[string]int{KindRuleset: 14, KindMetrics: 2, KindConfig: 1, KindObjects: 1,
 	KindConntrack: 1, KindConntrackStats: 2, KindSysctls: 1}
 
 // checkKindTotals refuses a bundle directory whose files of one kind hold

@@ -38,6 +38,10 @@ var ipvsRefused = [][]string{
 	{"cat", "/sys/class/net/eth0/operstate"}, {"cat", "/proc/net/../../etc/shadow"},
 	{"ipvsadm", "-C"}, {"ipvsadm", "-Ln"}, {"ipvsadm", "-D", "-t", "10.96.0.1:443"},
 	{"ip", "addr", "flush", "dev", "kube-ipvs0"}, {"ip", "-o", "addr", "show", "dev", "kube-ipvs0"},
+	// the local address reads: those two files, alone
+	{"cat", "/proc/net/fib_trie", "/etc/shadow"}, {"cat", "/proc/net/fib_triestat"}, {"cat", "/proc/net/fib_trie/../../../etc/shadow"},
+	{"cat", "/proc/net/if_inet6x"}, {"cat", "/proc/1/net/fib_trie"}, {"cat", "/proc/net/route"}, {"cat", "/proc/net/if_inet6", "/proc/net/fib_trie"},
+	{"cat", "-A", "/proc/net/fib_trie"}, {"cat"},
 }
 
 func TestAllowedIPVS(t *testing.T) {
@@ -61,6 +65,18 @@ func ipvsNode(t *testing.T, r *fakeRunner) {
 	r.outputs["cat "+ipvsProc] = fakeResult{out: ipvsFixture(t, "proc-net-ip_vs.txt")}
 	r.outputs["ipset save"] = fakeResult{out: ipvsFixture(t, "ipset-save.txt")}
 	r.outputs["cat "+ipvsLinkState] = fakeResult{out: "unknown\n"}
+	r.outputs["cat "+procFIBTrie] = fakeResult{out: ifaddrTestdata(t, "fib_trie.txt")}
+	r.outputs["cat "+procIfInet6] = fakeResult{out: ifaddrTestdata(t, "if_inet6.txt")}
+}
+
+// The kernel's own /proc/net/fib_trie and if_inet6 (inspect/ifaddr).
+func ifaddrTestdata(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "inspect", "ifaddr", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // A node read as IPVS mode (from /proxyMode or, when it does not answer,
@@ -68,6 +84,7 @@ func ipvsNode(t *testing.T, r *fakeRunner) {
 // the exec of its rules; an iptables-mode node has not.
 func TestCollectIPVS(t *testing.T) {
 	const table, sets, link = "cat " + ipvsProc, "ipset save", "cat " + ipvsLinkState
+	const fib, inet6 = "cat " + procFIBTrie, "cat " + procIfInet6
 	leftover := "IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port Forward Weight ActiveConn InActConn\nTCP  C6336400:4E20 rr\n"
 	for _, tc := range []struct {
 		name    string
@@ -76,6 +93,8 @@ func TestCollectIPVS(t *testing.T) {
 		why     string // in the manifest's IPVS.Why
 		note    string // in its notes
 		noTable bool
+		addrs   string // IPVS.Addresses; "" is ipvsAddressesRead
+		warning string // the manifest's one warning
 	}{
 		{name: "proxyMode ipvs", setup: func(r *fakeRunner) { ipvsNode(t, r) }, want: true, why: "/proxyMode"},
 		{name: "proxyMode iptables", setup: func(r *fakeRunner) {
@@ -102,6 +121,19 @@ func TestCollectIPVS(t *testing.T) {
 			delete(r.bodies, "/proxyMode")
 			r.outputs[table] = fakeResult{out: leftover}
 		}},
+		{name: "IPv6 disabled", setup: func(r *fakeRunner) {
+			ipvsNode(t, r)
+			r.outputs[inet6] = fakeResult{rc: 1}
+		}, want: true, why: "/proxyMode", addrs: ipvsAddressesIPv4},
+		{name: "fib_trie unread", setup: func(r *fakeRunner) {
+			ipvsNode(t, r)
+			r.outputs[fib] = fakeResult{rc: 1}
+		}, want: true, why: "/proxyMode", addrs: ipvsAddressesIPv6, warning: procFIBTrie},
+		{name: "neither address file", setup: func(r *fakeRunner) {
+			ipvsNode(t, r)
+			r.outputs[fib] = fakeResult{rc: 1}
+			r.outputs[inet6] = fakeResult{rc: 1}
+		}, want: true, why: "/proxyMode", addrs: ipvsAddressesNotRun, warning: procFIBTrie},
 		{name: "mode unknown, no ip_vs", setup: func(r *fakeRunner) {
 			delete(r.bodies, "/proxyMode")
 			r.outputs[table] = fakeResult{rc: 1}
@@ -116,11 +148,11 @@ func TestCollectIPVS(t *testing.T) {
 				t.Fatalf("Collect: %v", err)
 			}
 			r.checkAllowed(t)
-			if len(man.Warnings) > 0 {
-				t.Errorf("warnings %q, want none", man.Warnings)
+			if len(man.Warnings) != 0 && (tc.warning == "" || len(man.Warnings) != 1 || !strings.Contains(man.Warnings[0], tc.warning)) {
+				t.Errorf("warnings %q, want %q", man.Warnings, tc.warning)
 			}
 			read := r.calls[len(r.calls)-1] // the probe's exec, then the rules'
-			for _, c := range []string{sets, link, "iptables-nft-save"} {
+			for _, c := range []string{sets, link, fib, inet6, "iptables-nft-save"} {
 				if slices.Contains(read, c) != (tc.want || c == "iptables-nft-save") {
 					t.Errorf("the read %q: %q in it is %v, want %v", read, c, !tc.want, tc.want)
 				}
@@ -134,19 +166,28 @@ func TestCollectIPVS(t *testing.T) {
 				}
 				return
 			}
-			checkIPVSManifest(t, e, man, tc.why, tc.note, tc.noTable)
+			addrs := tc.addrs
+			if addrs == "" {
+				addrs = ipvsAddressesRead
+			}
+			checkIPVSManifest(t, e, man, tc.why, tc.note, addrs, tc.noTable)
 		})
 	}
 }
 
-func checkIPVSManifest(t *testing.T, e *env, man *Manifest, why, note string, noTable bool) {
+func checkIPVSManifest(t *testing.T, e *env, man *Manifest, why, note, addrs string, noTable bool) {
 	t.Helper()
 	r := man.IPVS
 	if man.ProxyMode != kubeproxy.ModeIPVS || r == nil {
 		t.Fatalf("mode %q, IPVS %+v: want ipvs, and what was read", man.ProxyMode, r)
 	}
-	if !strings.Contains(r.Why, why) || r.Addresses != ipvsAddressesNote || r.Sets != "ipset-save.txt" {
-		t.Errorf("IPVS read %+v: want why %q, the addresses not read, the sets in ipset-save.txt", r, why)
+	if !strings.Contains(r.Why, why) || r.Addresses != addrs || r.Sets != "ipset-save.txt" {
+		t.Errorf("IPVS read %+v: want why %q, addresses %q, the sets in ipset-save.txt", r, why, addrs)
+	}
+	local := addrs == ipvsAddressesRead || addrs == ipvsAddressesIPv4
+	v6 := addrs == ipvsAddressesRead || addrs == ipvsAddressesIPv6
+	if (r.Local == "proc-net-fib-trie.txt") != local || (r.LocalIPv6 == "proc-net-if-inet6.txt") != v6 || !local && r.Local != "" || !v6 && r.LocalIPv6 != "" {
+		t.Errorf("IPVS read %+v: want fib_trie read %v, if_inet6 %v", r, local, v6)
 	}
 	if noTable != (r.Table == "") || noTable != (r.Link == "") || !noTable && (r.Table != "proc-net-ip-vs.txt" || r.Link != "unknown") {
 		t.Errorf("IPVS read %+v: want the table and link read: %v", r, !noTable)
@@ -157,7 +198,8 @@ func checkIPVSManifest(t *testing.T, e *env, man *Manifest, why, note string, no
 	b := openBundle(t, e.dir)
 	checkSizes(t, b)
 	kinds := fileKinds(&b.Manifest)
-	for path, kind := range map[string]string{"ipset-save.txt": KindRuleset, "proc-net-ip-vs.txt": KindRuleset, "kube-ipvs0-operstate.txt": KindInfo} {
+	for path, kind := range map[string]string{"ipset-save.txt": KindRuleset, "proc-net-ip-vs.txt": KindRuleset, "kube-ipvs0-operstate.txt": KindInfo,
+		"proc-net-fib-trie.txt": KindRuleset, "proc-net-if-inet6.txt": KindRuleset} {
 		if kinds[path] != kind {
 			t.Errorf("file %s: kind %q, want %q", path, kinds[path], kind)
 		}
@@ -195,18 +237,25 @@ func TestIPVSBundleLoads(t *testing.T) {
 		rs.Merge(in.Ruleset)
 		read = append(read, f.Path)
 	}
-	if !slices.Contains(read, "iptables-nft-save.txt") || !slices.Contains(read, "proc-net-ip-vs.txt") {
-		t.Fatalf("read %q, want the rules and the table", read)
+	for _, want := range []string{"iptables-nft-save.txt", "proc-net-ip-vs.txt", "proc-net-fib-trie.txt", "proc-net-if-inet6.txt"} {
+		if !slices.Contains(read, want) {
+			t.Fatalf("read %q, want the rules, the table and the local addresses", read)
+		}
 	}
 	if !rs.HasIPVS() || len(rs.IPVS.Table.Services) == 0 || len(rs.IPTables) == 0 {
 		t.Errorf("loaded: IPVS %v, %d iptables tables: want both", rs.HasIPVS(), len(rs.IPTables))
 	}
+	// the local addresses, both families, kube-ipvs0's IPv6 ones told apart
+	if l := rs.IPVS.Local; !rs.HasLocalAddrs() || !l.IPv4 || !l.IPv6 || len(l.Addrs) != 10 || len(l.Kube) != 2 {
+		t.Errorf("local addresses %+v: want fib_trie's and if_inet6's", l)
+	}
 }
 
-// The table and the sets are capped as they stream, as every read is.
+// The table, the sets and the local addresses are capped as they stream,
+// as every read is.
 func TestIPVSOutputsBounded(t *testing.T) {
 	big := strings.Repeat("x", maxIPVSOutput+1)
-	for _, cmd := range []NodeCommand{IPVSTableCommand(), IPSetSaveCommand()} {
+	for _, cmd := range []NodeCommand{IPVSTableCommand(), IPSetSaveCommand(), FIBTrieCommand(), IfInet6Command()} {
 		t.Run(cmd.ID, func(t *testing.T) {
 			r := newFakeRunner()
 			r.outputs[strings.Join(cmd.Argv, " ")] = fakeResult{out: big}

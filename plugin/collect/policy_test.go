@@ -195,6 +195,8 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 		{"sh", "-c", good[2] + "'ipset' 'flush'\n"}, {"sh", "-c", good[2] + "'ipset' 'save' '-file' '/tmp/x'\n"},
 		{"sh", "-c", good[2] + "'cat' '/proc/net/ip_vs_conn'\n"}, {"sh", "-c", good[2] + "'ipvsadm' '-C'\n"},
 		{"sh", "-c", good[2] + "'ipset' 'save' > /tmp/x\n"},
+		{"sh", "-c", good[2] + "'cat' '/proc/net/fib_trie' '/etc/shadow'\n"}, {"sh", "-c", good[2] + "'cat' '/proc/net/if_inet6' > /tmp/x\n"},
+		{"sh", "-c", good[2] + "'cat' '/proc/net/fib_triestat'\n"}, {"sh", "-c", good[2] + "'cat' '/proc/net/if_inet6/../../../etc/shadow'\n"},
 	}...) {
 		if policyAccepts(res, evil) {
 			t.Errorf("the policy accepts %q", evil)
