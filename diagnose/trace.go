@@ -292,7 +292,7 @@ func tracePacket(n *Node, req TraceRequest, e correlate.TraceEntry, nodeIPs []ne
 			if fam == kubeproxy.IPv6 {
 				src = netip.IPv6Loopback()
 			}
-		case containsAddr(nodeIPs, dst):
+		case containsAddr(nodeIPs, dst) || ipvsBound(n, dst):
 			src = dst
 		default:
 			for _, a := range nodeIPs {

@@ -37,6 +37,31 @@ func traceEvalNode(n *Node, nodeIPs []netip.Addr) evaluate.Node {
 	return evaluate.Node{Addresses: nodeIPs, IPVS: n.Ruleset.HasIPVS()}
 }
 
+// ipvsBound: a is bound to kube-ipvs0 (as read, else a virtual server's
+// address that is not the node's). The node's own connection to it then
+// has it as its source too: the route is the local table's, whose
+// preferred source is the address itself (kube-proxy: "for IPVS src and
+// dst both would be lbIP", pkg/proxy/ipvs/proxier.go).
+func ipvsBound(n *Node, a netip.Addr) bool {
+	if !n.Ruleset.HasIPVS() {
+		return false
+	}
+	if n.Ruleset.HasIPVSInterface() {
+		for _, p := range n.Ruleset.IPVS.Interface.Addrs {
+			if p.Addr().Unmap() == a {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range n.Ruleset.IPVS.Table.Services {
+		if s.Addr.IsValid() && s.Addr.Addr().Unmap() == a {
+			return true // or the node's own address: the same source
+		}
+	}
+	return false
+}
+
 // ipvsClusterCIDRs are the cluster CIDRs of IPVS mode's masquerade rule:
 // `-A KUBE-SERVICES ! -s CIDR … --match-set KUBE-CLUSTER-IP dst,dst -j
 // KUBE-MARK-MASQ`.

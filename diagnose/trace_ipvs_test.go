@@ -60,13 +60,16 @@ func TestTraceIPVS(t *testing.T) {
 		summary  string
 		lines    []string // in the IPVS lines, in order
 		status   diagnose.Status
+		source   string // the packet's, when said
 	}{
 		{name: "pod", scenario: "small-v1.37", req: diagnose.TraceRequest{Dst: netip.MustParseAddrPort("10.96.10.1:80"), Protocol: "tcp", From: "pod"},
 			summary: "3 outcomes: 33.3% → 10.244.0.11:8080 (pod web-…), 33.3% → 10.244.1.11:8080 (pod web-…), 33.3% → 10.244.2.11:8080 (pod web-…); masqueraded: no",
 			lines:   []string{"IPVS TCP 10.96.10.1:80 (shop/web:http), at input, scheduler rr: 3 real servers, new connections to each in turn", "10.244.0.11:8080  weight 1  33.3%  pod web-", "Not checked against the kernel"}},
 		{name: "node", scenario: "small-v1.37", req: diagnose.TraceRequest{Namespace: "shop", Service: "web", Port: "http", From: "node"},
 			summary: "3 outcomes: 33.3% → 10.244.0.11:8080 (pod web-…), 33.3% → 10.244.1.11:8080 (pod web-…), 33.3% → 10.244.2.11:8080 (pod web-…); masqueraded: yes",
-			lines:   []string{"IPVS TCP 10.96.10.1:80 (shop/web:http), at output, scheduler rr"}},
+			lines:   []string{"IPVS TCP 10.96.10.1:80 (shop/web:http), at output, scheduler rr"},
+			// the route to an address on kube-ipvs0 is local: its source is the address
+			source: "10.96.10.1:40000"},
 		{name: "lc", scenario: "small-v1.37", edit: lc, req: diagnose.TraceRequest{Dst: netip.MustParseAddrPort("10.96.10.1:80"), Protocol: "tcp", From: "pod"},
 			summary: "3 outcomes: ? → 10.244.0.11:8080 (pod web-…), ? → 10.244.1.11:8080 (pod web-…), ? → 10.244.2.11:8080 (pod web-…); masqueraded: no",
 			lines:   []string{"scheduler lc: 3 real servers; which one a new connection gets is not predictable from the rules", "10.244.0.11:8080  weight 1  pod web-"}},
@@ -107,6 +110,9 @@ func TestTraceIPVS(t *testing.T) {
 					break
 				}
 				at += i
+			}
+			if tc.source != "" && pt.Packet.Source != tc.source {
+				t.Errorf("source %s, want %s", pt.Packet.Source, tc.source)
 			}
 			if tc.status != "" && rep.Status != tc.status {
 				t.Errorf("status %s, want %s", rep.Status, tc.status)
