@@ -2,10 +2,12 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
 // kube-proxy's IPVS mode binds each cluster IP, and each external and
@@ -26,15 +28,13 @@ const UnownedBinding = "binding"
 // show kube-ipvs0`) against the Service addresses kube-proxy binds.
 func (rep *IPVSReport) judgeBindings(n *Node) {
 	st := n.Ruleset.IPVS
-	if st.Interface == nil {
+	bound, unknown := rep.boundBy(st)
+	if bound == nil {
 		rep.NotChecked = append(rep.NotChecked, Gap{Check: "whether each Service address is bound to kube-ipvs0 (else the node does not take its packets, and IPVS never sees them)",
-			Reason: "kube-ipvs0's addresses were not read: the virtual servers imply them, but do not show them", Remedy: "--from-dump with ip addr show kube-ipvs0 from the node"})
+			Reason: "kube-ipvs0's addresses were not read: the virtual servers imply them, but do not show them", Remedy: "--from-dump with ip addr show kube-ipvs0 (or /proc/net/fib_trie and /proc/net/if_inet6) from the node"})
 		return
 	}
-	bound := map[netip.Addr]bool{}
-	for _, p := range st.Interface.Addrs {
-		bound[p.Addr().Unmap()] = true
-	}
+	unread := map[string]bool{}
 	nodeIPs := map[netip.Addr]bool{}
 	for _, a := range rep.ex.NodeIPs {
 		nodeIPs[a] = true
@@ -49,7 +49,12 @@ func (rep *IPVSReport) judgeBindings(n *Node) {
 				continue // NodePorts are the node's addresses: never bound
 			}
 			wanted[ap.Addr()] = true
-			if fe.VirtualServer != "" && !bound[ap.Addr()] && !slices.Contains(missing, ap.Addr().String()) {
+			isBound, known := bound(ap.Addr())
+			if !known {
+				unread[unknown(ap.Addr())] = true
+				continue
+			}
+			if fe.VirtualServer != "" && !isBound && !slices.Contains(missing, ap.Addr().String()) {
 				missing = append(missing, ap.Addr().String())
 			}
 		}
@@ -59,8 +64,11 @@ func (rep *IPVSReport) judgeBindings(n *Node) {
 		}
 		sortProblems(p.Problems)
 	}
-	if n.Objects == nil || n.Select != nil {
-		return // which addresses no Service has needs every Service
+	for _, why := range slices.Sorted(maps.Keys(unread)) {
+		rep.NotChecked = append(rep.NotChecked, Gap{Check: "whether the Service addresses are bound to kube-ipvs0", Reason: why, Remedy: "--from-dump with ip addr show kube-ipvs0 from the node"})
+	}
+	if st.Interface == nil || n.Objects == nil || n.Select != nil {
+		return // which addresses no Service has needs every Service, and the link's own list
 	}
 	for _, pfx := range st.Interface.Addrs {
 		a := pfx.Addr().Unmap()
@@ -69,6 +77,38 @@ func (rep *IPVSReport) judgeBindings(n *Node) {
 				Message: "bound to kube-ipvs0 but no current Service has this address: kube-proxy unbinds stale addresses on every sync, so it is not syncing or another program bound it; the node answers for this address itself"})
 		}
 	}
+}
+
+// boundBy says how to tell whether an address is bound: from kube-ipvs0's
+// own addresses (ip addr show), else from the node's local addresses
+// (/proc/net/fib_trie and if_inet6: an address kube-proxy binds is local
+// exactly when it is bound). unknown says why one cannot be told. Both
+// nil when neither was read.
+func (rep *IPVSReport) boundBy(st *inspect.IPVSState) (bound func(netip.Addr) (bool, bool), unknown func(netip.Addr) string) {
+	switch {
+	case st.Interface != nil:
+		set := map[netip.Addr]bool{}
+		for _, p := range st.Interface.Addrs {
+			set[p.Addr().Unmap()] = true
+		}
+		return func(a netip.Addr) (bool, bool) { return set[a], true }, nil
+	case st.Local != nil:
+		l := st.Local
+		return l.Has, func(a netip.Addr) string {
+			if a.Is4() && !l.IPv4 || a.Is6() && !l.IPv6 {
+				return "the node's local " + familyWord(a) + " addresses were not read"
+			}
+			return "the read of the node's local addresses was cut short (a cap)"
+		}
+	}
+	return nil, nil
+}
+
+func familyWord(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
 }
 
 // hasServiceAddr: some virtual server of the table is on a (a binding of a

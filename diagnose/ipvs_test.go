@@ -2,9 +2,11 @@ package diagnose_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,6 +32,18 @@ var (
 // configuration in IPVS mode, the node's addresses and a healthy kernel.
 func ipvsNode(t *testing.T, sc, table string, edit func(string) string, edits map[string]func(string) string) *diagnose.Node {
 	t.Helper()
+	return ipvsNodeWith(t, sc, table, edit, edits, ipvsSideFiles)
+}
+
+// The files read beside the table: kube-ipvs0's addresses from ip addr,
+// or (procSideFiles) from the kernel's local routes as a live read has them.
+var (
+	ipvsSideFiles = []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt", "ipset-save.txt", "ip-addr-kube-ipvs0.txt"}
+	procSideFiles = []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt", "ipset-save.txt", "proc-net-fib_trie.txt", "proc-net-if_inet6.txt"}
+)
+
+func ipvsNodeWith(t *testing.T, sc, table string, edit func(string) string, edits map[string]func(string) string, side []string) *diagnose.Node {
+	t.Helper()
 	dir := fixture.Dir(sc)
 	objs := fixture.Objects(t, dir)
 	if text, ok := fixture.Text(t, dir, "nodes.json"); ok {
@@ -48,7 +62,7 @@ func ipvsNode(t *testing.T, sc, table string, edit func(string) string, edits ma
 	}
 	rs := &inspect.Ruleset{}
 	rs.Merge(fixture.Parse(t, text, table))
-	for _, f := range []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt", "ipset-save.txt", "ip-addr-kube-ipvs0.txt"} {
+	for _, f := range side {
 		if s, ok := fixture.Text(t, filepath.Join(dir, "ipvs"), f); ok {
 			if e := edits[f]; e != nil {
 				if s2 := e(s); s2 != s {
@@ -93,9 +107,13 @@ func ipvsNode(t *testing.T, sc, table string, edit func(string) string, edits ma
 // the only things not checked are kube-proxy's metrics (none was given).
 func TestIPVSHealthyFixtures(t *testing.T) {
 	for _, sc := range ipvsScenarios {
-		for _, table := range ipvsTables {
-			t.Run(sc+"/"+table, func(t *testing.T) {
-				rep := diagnose.Triage(ipvsNode(t, sc, table, nil, nil))
+		for i, table := range append(ipvsTables, "proc-net-ip_vs.txt") {
+			side := ipvsSideFiles
+			if i == len(ipvsTables) {
+				side = procSideFiles // as read live
+			}
+			t.Run(fmt.Sprintf("%s/%s/%d", sc, table, len(side)), func(t *testing.T) {
+				rep := diagnose.Triage(ipvsNodeWith(t, sc, table, nil, nil, side))
 				if rep.Mode.Detected != "ipvs" || rep.IPVS == nil || !rep.IPVS.Read {
 					t.Fatalf("mode %s, ipvs %+v", rep.Mode.Detected, rep.IPVS)
 				}
@@ -254,5 +272,28 @@ func TestIPVSProxyModeLoadBalancer(t *testing.T) {
 		if found == proxyMode {
 			t.Errorf("ipMode Proxy %v: missing virtual server reported %v; findings %+v", proxyMode, found, rep.Findings)
 		}
+	}
+}
+
+// Read live, the bindings come from the kernel's local routes: a cluster
+// IP whose local route is gone is not bound.
+func TestIPVSNotBoundFromFIBTrie(t *testing.T) {
+	drop := func(s string) string {
+		return regexp.MustCompile(`\n +\|-- 10\.96\.10\.6\n +/32 host LOCAL`).ReplaceAllString(s, "")
+	}
+	n := ipvsNodeWith(t, "small-v1.37", "proc-net-ip_vs.txt", nil, map[string]func(string) string{"proc-net-fib_trie.txt": drop}, procSideFiles)
+	rep := diagnose.Triage(n)
+	if len(rep.Findings) == 0 || rep.Findings[0].Kind != diagnose.ProblemNotBound || !strings.Contains(rep.Findings[0].Message, "10.96.10.6 has a virtual server but is not bound") {
+		t.Fatalf("findings %+v", rep.Findings)
+	}
+	// IPv6 not read: the IPv6 Service addresses are not checked, and said so
+	n = ipvsNodeWith(t, "small-v1.37", "proc-net-ip_vs.txt", nil, nil, procSideFiles[:4])
+	rep = diagnose.Triage(n)
+	found := false
+	for _, g := range rep.NotChecked {
+		found = found || strings.Contains(g.Reason, "local IPv6 addresses were not read")
+	}
+	if !found || rep.Status != diagnose.StatusIncomplete {
+		t.Errorf("status %s, not checked %+v", rep.Status, rep.NotChecked)
 	}
 }

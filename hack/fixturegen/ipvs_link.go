@@ -55,7 +55,15 @@ func (run *ipvsRun) showKubeIPVS0(dir string) error {
 			return &cmdError{c, out, err}
 		}
 	}
-	_, err := runTool(dir, "", "ip-addr-kube-ipvs0.txt", "ip", "addr", "show", "kube-ipvs0")
+	if _, err := runTool(dir, "", "ip-addr-kube-ipvs0.txt", "ip", "addr", "show", "kube-ipvs0"); err != nil {
+		return err
+	}
+	// what a live read of the kube-proxy image sees instead (it has no ip):
+	// the kernel's local routes and IPv6 addresses
+	if _, err := runTool(dir, "", "proc-net-fib_trie.txt", "cat", "/proc/net/fib_trie"); err != nil {
+		return err
+	}
+	_, err := runTool(dir, "", "proc-net-if_inet6.txt", "cat", "/proc/net/if_inet6")
 	return err
 }
 
