@@ -212,9 +212,6 @@ func checkIPVSManifest(t *testing.T, e *env, man *Manifest, why, note, addrs str
 func TestIPVSBundleLoads(t *testing.T) {
 	e := newEnv(t, defaultObjects()...)
 	ipvsNode(t, e.runner)
-	// ipset save's reader is being wired into input.Detect apart from this
-	// read (inspect/ipset): an empty output is no file to read.
-	e.runner.outputs["ipset save"] = fakeResult{}
 	if _, err := e.collector(Options{Node: testNode, Via: ViaDebugPod}).Collect(context.Background()); err != nil {
 		t.Fatalf("Collect: %v", err)
 	}
@@ -237,13 +234,16 @@ func TestIPVSBundleLoads(t *testing.T) {
 		rs.Merge(in.Ruleset)
 		read = append(read, f.Path)
 	}
-	for _, want := range []string{"iptables-nft-save.txt", "proc-net-ip-vs.txt", "proc-net-fib-trie.txt", "proc-net-if-inet6.txt"} {
+	for _, want := range []string{"iptables-nft-save.txt", "proc-net-ip-vs.txt", "ipset-save.txt", "proc-net-fib-trie.txt", "proc-net-if-inet6.txt"} {
 		if !slices.Contains(read, want) {
 			t.Fatalf("read %q, want the rules, the table and the local addresses", read)
 		}
 	}
 	if !rs.HasIPVS() || len(rs.IPVS.Table.Services) == 0 || len(rs.IPTables) == 0 {
 		t.Errorf("loaded: IPVS %v, %d iptables tables: want both", rs.HasIPVS(), len(rs.IPTables))
+	}
+	if !rs.HasIPSets() || rs.IPVS.Sets.Set("KUBE-CLUSTER-IP") == nil {
+		t.Errorf("loaded: no KUBE-CLUSTER-IP among the sets")
 	}
 	// the local addresses, both families, kube-ipvs0's IPv6 ones told apart
 	if l := rs.IPVS.Local; !rs.HasLocalAddrs() || !l.IPv4 || !l.IPv6 || len(l.Addrs) != 10 || len(l.Kube) != 2 {
