@@ -100,6 +100,10 @@ func (w *walk) iptOption(t *thread, module string, o ruleargs.Option) cond {
 		if c, ok := w.setOption(t, o); ok {
 			return c
 		}
+	case "ipvs":
+		if c, ok := w.ipvsOption(t, o); ok {
+			return c
+		}
 	case "pkttype":
 		if o.Name == "--pkt-type" {
 			return not(truth(strings.EqualFold(arg, "unicast")), o.Not)

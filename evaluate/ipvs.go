@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/proxyrules/kubectl-proxyrules/inspect/iptables/ruleargs"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/ipvs"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
@@ -209,6 +210,7 @@ func (w *walk) ipvsTo(t *thread, hook string, svc *ipvs.Service, vs *IPVSService
 		return false
 	}
 	t.addHop(h)
+	t.ipvsSvc = svc
 	t.dst, t.dnat, t.natDst = to, true, true
 	if w.e.isLocal(to.Addr()) {
 		return true // ip_vs_nat_send_or_cont: on in the same hook
@@ -279,4 +281,47 @@ func (w *walk) finishIPVS(out *Outcome, t *thread) {
 		c := *t.ipvs
 		out.IPVS = &c
 	}
+}
+
+// ipvsOption is an option of -m ipvs (xt_ipvs.c), in IPVS mode: --ipvs
+// matches a packet IPVS sent (skb->ipvs_property, set once it picked a
+// real server); the others compare that connection's virtual service,
+// and a packet IPVS did not send matches none of them, negated or not.
+// kube-proxy writes `-A KUBE-IPVS-OUT-FILTER -s LB -m ipvs --vaddr LB
+// --vproto P --vport N -j DROP` for load balancers the node must not
+// reach (pkg/proxy/ipvs/proxier.go). Outside IPVS mode, not read (both
+// ways, as before).
+func (w *walk) ipvsOption(t *thread, o ruleargs.Option) (cond, bool) {
+	if !w.e.node.IPVS || !w.e.rs.HasIPVS() {
+		return cond{}, false
+	}
+	svc, arg := t.ipvsSvc, o.Arg()
+	if o.Name == "--ipvs" {
+		return not(truth(svc != nil), o.Not), true
+	}
+	if svc == nil {
+		switch o.Name {
+		case "--vaddr", "--vport", "--vproto", "--vdir", "--vmethod", "--vportctl":
+			return no, true
+		}
+		return cond{}, false
+	}
+	switch o.Name {
+	case "--vaddr":
+		return not(addrCond(svc.Addr.Addr(), arg), o.Not), true
+	case "--vport":
+		return not(portCond(svc.Addr.Port(), arg), o.Not), true
+	case "--vproto":
+		want, ok1 := protoNumber(strings.ToLower(arg))
+		have, ok2 := protoNumber(strings.ToLower(string(svc.Protocol)))
+		if !ok1 || !ok2 {
+			return cond{}, false
+		}
+		return not(truth(want == have), o.Not), true
+	case "--vdir":
+		return not(truth(strings.EqualFold(arg, "ORIGINAL")), o.Not), true // a new connection's packet
+	case "--vmethod":
+		return not(truth(strings.EqualFold(arg, "MASQ")), o.Not), true // the forwarding methods modelled are Masq's
+	}
+	return cond{}, false
 }

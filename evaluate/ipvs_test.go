@@ -25,15 +25,22 @@ import (
 // ipvsRuleset reads a fixture's IPv4 iptables rules, its IPVS table and,
 // with sets, its ipsets.
 func ipvsRuleset(t testing.TB, dir string, sets bool) *inspect.Ruleset {
+	return ipvsRulesetWith(t, dir, sets, nil)
+}
+
+// ipvsRulesetWith is ipvsRuleset with the iptables rules' text edited.
+func ipvsRulesetWith(t testing.TB, dir string, sets bool, edit func(string) string) *inspect.Ruleset {
 	t.Helper()
 	rs := &inspect.Ruleset{}
 	for _, f := range []string{"iptables-save-nft-ipv4.txt", "proc-net-ip_vs.txt"} {
-		fh, err := os.Open(filepath.Join(dir, "ipvs", f))
+		text, err := os.ReadFile(filepath.Join(dir, "ipvs", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := input.Read(fh, f)
-		fh.Close()
+		if edit != nil && strings.HasPrefix(f, "iptables") {
+			text = []byte(edit(string(text)))
+		}
+		in, err := input.Read(strings.NewReader(string(text)), f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,5 +287,44 @@ func TestIPVSWithoutSets(t *testing.T) {
 	}
 	if !assumed {
 		t.Errorf("the KUBE-CLUSTER-IP match is not listed as followed both ways: %+v", res.NotModelled)
+	}
+}
+
+// TestIPVSOutFilter: kube-proxy's rule that keeps the node from a load
+// balancer it must not reach (pkg/proxy/ipvs/proxier.go, lbNoNodeAccess:
+// `-s LB -m ipvs --vaddr LB --vproto P --vport N -j DROP` in
+// KUBE-IPVS-OUT-FILTER, as iptables-save prints xt_ipvs), put into
+// small-v1.37's rules for 198.51.100.11:80: it drops the node's own
+// connection, which leaves from the LB address once IPVS sent it on,
+// and no pod's.
+func TestIPVSOutFilter(t *testing.T) {
+	const rule = "-A KUBE-IPVS-OUT-FILTER -s 198.51.100.11/32 -m ipvs --vproto 6 --vaddr 198.51.100.11/32 --vport 80 -j DROP\n"
+	inject := func(text string) string {
+		const at = "-A KUBE-IPVS-FILTER -m set --match-set KUBE-LOAD-BALANCER dst,dst -j RETURN\n"
+		if !strings.Contains(text, at) {
+			t.Fatal("the fixture no longer has KUBE-IPVS-FILTER's first rule")
+		}
+		return strings.Replace(text, at, rule+at, 1)
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func(string) string
+		origin evaluate.Origin
+		src    string
+		want   string
+	}{
+		{"node, rule", inject, evaluate.FromNode, "198.51.100.11:40000", "drop 10.244.0.51:8080 1 rr"},
+		{"node, no rule", nil, evaluate.FromNode, "198.51.100.11:40000", "dnat 10.244.0.51:8080 1 rr"},
+		{"pod, rule", inject, evaluate.FromPod, "10.244.0.250:40000", "dnat 10.244.0.51:8080 1 rr"},
+		{"node's own address, rule", inject, evaluate.FromNode, "10.0.0.10:40000", "dnat 10.244.0.51:8080 1 rr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := ipvsRulesetWith(t, "../testdata/fixtures/small-v1.37", true, tc.edit)
+			ev := evaluate.New(rs, evaluate.Node{Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.10")}, IPVS: true})
+			res := ev.Walk(evaluate.Packet{Protocol: "tcp", Src: netip.MustParseAddrPort(tc.src), Dst: netip.MustParseAddrPort("198.51.100.11:80"), Origin: tc.origin}, evaluate.Options{})
+			if got := strings.Join(outcomeWords(res), "; "); got != tc.want {
+				t.Errorf("outcomes %s, want %s; not modelled %+v", got, tc.want, res.NotModelled)
+			}
+		})
 	}
 }

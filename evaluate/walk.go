@@ -187,8 +187,9 @@ type thread struct {
 	started  bool // the current base chain is entered
 	postSeen bool // postMark is set
 
-	ipvs *IPVSChoice // IPVS scheduled it (ipvs.go)
-	end  Verdict     // how an IPVS step ended it
+	ipvs    *IPVSChoice   // IPVS scheduled it (ipvs.go)
+	ipvsSvc *ipvs.Service // its virtual service, once IPVS sent it on
+	end     Verdict       // how an IPVS step ended it
 }
 
 type frame struct {
