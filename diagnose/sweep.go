@@ -205,6 +205,7 @@ func (a *sweepAdd) stale(r *StaleReport) {
 			a.cause(sev, "stale: "+g.Title)
 		}
 	}
+	a.staleIPVS(r)
 }
 
 func (a *sweepAdd) counts(r *RuleCounts) {
@@ -221,6 +222,7 @@ func (a *sweepAdd) counts(r *RuleCounts) {
 	for _, f := range r.Failures {
 		a.cause(SeverityError, fmt.Sprintf("%s %s > 0: %s", f.Metric, f.Family, firstClause(f.Meaning)))
 	}
+	a.countsIPVS(r)
 }
 
 func (a *sweepAdd) masquerade(r *MasqueradeReport) {
@@ -361,11 +363,12 @@ func staleCounts(r *StaleReport) (stale, harmful int) {
 			harmful++
 		}
 	}
-	return stale, harmful
+	vs, vsHarmful := staleVirtualServers(r)
+	return stale + vs, harmful + vsHarmful
 }
 
 func countsDrift(r *RuleCounts) int {
-	n := 0
+	n := ipvsDrift(r)
 	for _, tc := range r.Tables {
 		if tc.Compared && !tc.Agree {
 			n++

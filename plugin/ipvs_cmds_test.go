@@ -2,11 +2,16 @@ package plugin
 
 import (
 	"encoding/json"
-	"github.com/proxyrules/kubectl-proxyrules/diagnose"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/proxyrules/kubectl-proxyrules/diagnose"
+	"github.com/proxyrules/kubectl-proxyrules/plugin/collect"
 )
 
 // IPVS mode in map, stale, counts, diff and the sweeps: the tables are
@@ -396,5 +401,124 @@ func TestIPVSDiff(t *testing.T) {
 	if len(got) != 2 || len(web.A) != 3 || len(web.B) != 2 || web.Frontend != "clusterIP" ||
 		len(cart.B) != 2 || cart.B[1] != (diagnose.IPVSWeight{Addr: "10.244.2.81:8080", Weight: 0}) || d.Status != "problems" {
 		t.Errorf("virtual servers %+v\n%s", got, js)
+	}
+}
+
+// ipvsSweepFolder is a sweep folder of three IPVS nodes with small-v1.37's
+// table and iptables rules: node-a as kube-proxy wrote it, node-b and
+// node-c with the stale virtual servers of withStaleServers.
+func ipvsSweepFolder(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "sweep")
+	w, err := collect.NewSweepWriter(dir, time.Unix(1795939150, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(p string) []byte {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	if err := w.Objects(read(smallFixture + "objects.json")); err != nil {
+		t.Fatal(err)
+	}
+	healthy := read(smallIPVS + "ipvsadm-Ln.txt")
+	metrics := read(ipvsMetrics(t, func(s string) string { return s }))
+	for _, name := range []string{"node-a", "node-b", "node-c"} {
+		table := healthy
+		if name != "node-a" {
+			table = []byte(withStaleServers(string(healthy)))
+		}
+		nd := w.NodeDir(name)
+		if err := os.MkdirAll(nd, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		m := &collect.Manifest{Node: name, CollectedAt: time.Unix(1795939150, 0).UTC(), Via: "debug-pod", ProxyMode: "ipvs", Scope: "full"}
+		for _, f := range []struct {
+			base, kind string
+			data       []byte
+		}{{"ipvsadm-Ln.txt", "ruleset", table}, {"iptables-save.txt", "ruleset", read(smallIPVS + "iptables-save-nft-ipv4.txt")}, {"metrics.txt", collect.KindMetrics, metrics}} {
+			if err := os.WriteFile(filepath.Join(nd, f.base), f.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m.Files = append(m.Files, collect.BundleFile{Path: f.base, Kind: f.kind, Bytes: int64(len(f.data))})
+		}
+		if err := collect.WriteManifest(nd, m); err != nil {
+			t.Fatal(err)
+		}
+		w.Node(name, nil, "")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// durations are what differs between two runs of a sweep.
+var durations = regexp.MustCompile(`\d+(\.\d+)?(ms|µs|s)\b`)
+
+func TestIPVSSweep(t *testing.T) {
+	dir := ipvsSweepFolder(t)
+	for _, tc := range []struct {
+		cmd, golden     string
+		wantExit        int
+		stale, harmful  []int // per node a, b, c; nil: not a column of the command
+		drift           []int
+		wantCause       string
+		wantCauseSevere string
+	}{
+		{"stale", "sweep-stale-ipvs.txt", ExitProblems, []int{0, 3, 3}, []int{0, 3, 3}, nil, "stale: IPVS virtual servers of shop/web, which no current Service port has", "warning"},
+		{"counts", "sweep-counts-ipvs.txt", ExitProblems, nil, nil, []int{0, 1, 1}, "IPVS: virtual servers no current Service port has", "warning"},
+		{"triage", "", ExitProblems, []int{0, 3, 3}, []int{0, 3, 3}, []int{0, 1, 1}, "", ""},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			out, errOut, err := runCmd(t, nil, tc.cmd, "--from-bundle", dir, "-o", "json")
+			if code := exitOf(t, err, errOut); code != tc.wantExit {
+				t.Errorf("exit %d, want %d", code, tc.wantExit)
+			}
+			var l struct {
+				Summary diagnose.SweepSummary `json:"summary"`
+			}
+			if err := json.Unmarshal([]byte(out), &l); err != nil {
+				t.Fatal(err)
+			}
+			rows := map[string]diagnose.SweepRow{}
+			for _, r := range l.Summary.Rows {
+				rows[r.Node] = r
+			}
+			for i, node := range []string{"node-a", "node-b", "node-c"} {
+				r := rows[node]
+				check := func(what string, got *int, want []int) {
+					if want != nil && (got == nil || *got != want[i]) {
+						t.Errorf("%s %s = %v, want %d", node, what, got, want[i])
+					}
+				}
+				check("stale", r.Stale, tc.stale)
+				check("harmful", r.Harmful, tc.harmful)
+				check("drift", r.Drift, tc.drift)
+				if r.Mode != "ipvs" {
+					t.Errorf("%s mode %q", node, r.Mode)
+				}
+			}
+			if tc.wantCause != "" {
+				found := false
+				for _, c := range l.Summary.Causes {
+					found = found || c.Title == tc.wantCause && string(c.Severity) == tc.wantCauseSevere && slices.Equal(c.Nodes, []string{"node-b", "node-c"})
+				}
+				if !found {
+					t.Errorf("no cause %q on node-b and node-c: %+v", tc.wantCause, l.Summary.Causes)
+				}
+			}
+			if tc.golden == "" {
+				return
+			}
+			text, errOut, err := runCmd(t, nil, tc.cmd, "--from-bundle", dir)
+			if code := exitOf(t, err, errOut); code != tc.wantExit {
+				t.Errorf("text: exit %d, want %d", code, tc.wantExit)
+			}
+			checkGolden(t, tc.golden, []byte(durations.ReplaceAllString(text, "T")))
+		})
 	}
 }
