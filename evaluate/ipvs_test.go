@@ -14,7 +14,6 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/inspect/ifaddr"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/input"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/ipset"
-	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // IPVS mode walked on kube-proxy v1.37.2's own state (its real IPVS
@@ -28,16 +27,16 @@ func ipvsRuleset(t testing.TB, dir string, sets bool) *inspect.Ruleset {
 	return ipvsRulesetWith(t, dir, sets, nil)
 }
 
-// ipvsRulesetWith is ipvsRuleset with the iptables rules' text edited.
+// ipvsRulesetWith is ipvsRuleset with the IPv4 iptables rules' text edited.
 func ipvsRulesetWith(t testing.TB, dir string, sets bool, edit func(string) string) *inspect.Ruleset {
 	t.Helper()
 	rs := &inspect.Ruleset{}
-	for _, f := range []string{"iptables-save-nft-ipv4.txt", "proc-net-ip_vs.txt"} {
+	for _, f := range []string{"iptables-save-nft-ipv4.txt", "iptables-save-nft-ipv6.txt", "proc-net-ip_vs.txt"} {
 		text, err := os.ReadFile(filepath.Join(dir, "ipvs", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if edit != nil && strings.HasPrefix(f, "iptables") {
+		if edit != nil && f == "iptables-save-nft-ipv4.txt" {
 			text = []byte(edit(string(text)))
 		}
 		in, err := input.Read(strings.NewReader(string(text)), f)
@@ -145,6 +144,8 @@ func TestIPVSTrace(t *testing.T) {
 		proto    string
 		want     []string
 		draining []string // real servers listed as draining
+		// persistent: the virtual server's persistence timeout
+		persistent uint32
 	}{
 		// shop/web, 3 endpoints, rr: a third each; a pod's connection is
 		// not masqueraded (its source is in the cluster CIDR), the node's is
@@ -181,6 +182,14 @@ func TestIPVSTrace(t *testing.T) {
 			want: []string{"accept 10.96.10.1:80"}},
 		{name: "address bound on kube-ipvs0", dir: small, sets: true, edit: bound("10.96.0.1/32", "10.96.10.1/32"), origin: evaluate.FromPod, src: pod, dst: "10.96.10.1:80",
 			want: each("1/3", "rr", "", web...)},
+		// shop/cart: persistent 10800 (ClientIP affinity); a new client's shares
+		{name: "persistent", dir: small, sets: true, origin: evaluate.FromPod, src: pod, dst: "10.96.10.7:80",
+			want: each("1/2", "rr", "", "10.244.0.81:8080", "10.244.2.81:8080"), persistent: 10800},
+		// IPv6: the KUBE-6- sets, ICMPv6 for no virtual server
+		{name: "ipv6 pod to shop/web", dir: small, sets: true, origin: evaluate.FromPod, src: netip.MustParseAddrPort("[fd00:10:244::fa]:40000"), dst: "[fd00:10:96::b]:80",
+			want: each("1/2", "rr", "", "[fd00:10:244:1::141]:8080", "[fd00:10:244::141]:8080")},
+		{name: "ipv6 no virtual server", dir: small, sets: true, origin: evaluate.FromPod, src: netip.MustParseAddrPort("[fd00:10:244::fa]:40000"), dst: "[fd00:10:96::b]:81",
+			want: []string{"reject [fd00:10:96::b]:81 icmp6-port-unreachable"}},
 		// UDP: the TCP virtual server is not the UDP one
 		{name: "udp dns", dir: small, sets: true, origin: evaluate.FromPod, src: pod, dst: "10.96.0.10:53", proto: "udp",
 			want: each("1/2", "rr", "", "10.244.0.2:53", "10.244.1.2:53")},
@@ -195,8 +204,8 @@ func TestIPVSTrace(t *testing.T) {
 			if proto == "" {
 				proto = "tcp"
 			}
-			ev := evaluate.New(rs, evaluate.Node{Addresses: []netip.Addr{nodeIP}, IPVS: true})
-			res := ev.Walk(evaluate.Packet{Family: kubeproxy.IPv4, Protocol: proto, Src: tc.src, Dst: netip.MustParseAddrPort(tc.dst), Origin: tc.origin}, evaluate.Options{})
+			ev := evaluate.New(rs, evaluate.Node{Addresses: []netip.Addr{nodeIP, netip.MustParseAddr("fd00::10")}, IPVS: true})
+			res := ev.Walk(evaluate.Packet{Protocol: proto, Src: tc.src, Dst: netip.MustParseAddrPort(tc.dst), Origin: tc.origin}, evaluate.Options{})
 			got := outcomeWords(res)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("outcomes\n  %s\nwant\n  %s\nnot modelled: %+v", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "), res.NotModelled)
@@ -210,6 +219,11 @@ func TestIPVSTrace(t *testing.T) {
 							t.Errorf("draining %s has a share %s", r.Address, r.Share)
 						}
 					}
+				}
+			}
+			for _, vs := range res.IPVS {
+				if vs.Persistent != (tc.persistent > 0) || vs.TimeoutSeconds != tc.persistent {
+					t.Errorf("%s: persistent %v %d s, want %d s", vs.Address, vs.Persistent, vs.TimeoutSeconds, tc.persistent)
 				}
 			}
 			if !slices.Equal(draining, tc.draining) {
