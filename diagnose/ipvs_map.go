@@ -18,6 +18,10 @@ type MapVirtualServer struct {
 	// rr persistent 10800").
 	VirtualServer string `json:"virtualServer"`
 	Family        string `json:"family,omitempty"`
+	// Unowned says what a virtual server no Service port has is: stale,
+	// kubeProxyProbe... as IPVSUnowned.What; "" for a Service port's, and
+	// for all without the API objects.
+	Unowned string `json:"unowned,omitempty"`
 	correlate.IPVSVirtualServer
 }
 
@@ -29,6 +33,10 @@ func (m *ChainMap) mapIPVS(n *Node) {
 		return
 	}
 	rep := IPVS(n)
+	what := map[string]string{}
+	for _, u := range rep.Unowned {
+		what[u.VirtualServer] = u.What
+	}
 	vss := []MapVirtualServer{}
 	for _, vs := range rep.ex.Facts.VirtualServers {
 		if n.Select != nil && (vs.ServicePort == "" || !n.selected(vs.ServicePort)) {
@@ -41,7 +49,8 @@ func (m *ChainMap) mapIPVS(n *Node) {
 		if vs.FWMark != 0 {
 			fam = ""
 		}
-		vss = append(vss, MapVirtualServer{VirtualServer: virtualServerName(&vs), Family: fam, IPVSVirtualServer: vs})
+		name := virtualServerName(&vs)
+		vss = append(vss, MapVirtualServer{VirtualServer: name, Family: fam, Unowned: what[name], IPVSVirtualServer: vs})
 	}
 	slices.SortStableFunc(vss, func(a, b MapVirtualServer) int {
 		return cmp.Or(cmp.Compare(mapVSRank(&a), mapVSRank(&b)), cmp.Compare(a.ServicePort, b.ServicePort),

@@ -116,19 +116,25 @@ func renderMapIPVS(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool) 
 // has, below the plain table.
 func ipvsMapSections(out io.Writer, t *Terminal, m *diagnose.ChainMap) {
 	st := t.styles()
-	var probe, unowned []string
+	var probe, loopback, unowned []string
 	for _, vs := range m.VirtualServers {
 		line := fmt.Sprintf("  %s → %s", vs.VirtualServer, count(len(vs.RealServers), "real server"))
-		switch vs.Kind {
-		case correlate.VirtualServiceProbe:
+		switch {
+		case vs.Kind == correlate.VirtualServiceProbe:
 			probe = append(probe, line)
-		case correlate.VirtualServiceUnattributed:
+		case vs.Unowned == diagnose.UnownedLoopbackNodePort:
+			loopback = append(loopback, line)
+		case vs.Kind == correlate.VirtualServiceUnattributed:
 			unowned = append(unowned, line)
 		}
 	}
 	if len(probe) > 0 {
 		fmt.Fprintln(out, st.dim.Render(fmt.Sprintf("%d kube-proxy startup probe (harmless):", len(probe))))
 		fmt.Fprintln(out, strings.Join(probe, "\n"))
+	}
+	if len(loopback) > 0 {
+		fmt.Fprintln(out, st.dim.Render(fmt.Sprintf("%d NodePort%s on loopback (an older kube-proxy's; see `stale`):", len(loopback), plural(len(loopback)))))
+		fmt.Fprintln(out, strings.Join(loopback, "\n"))
 	}
 	if len(unowned) > 0 {
 		title := fmt.Sprintf("%d without an owner (no current Service port has them; see `stale`):", len(unowned))
@@ -177,7 +183,7 @@ func renderStaleIPVS(out io.Writer, t *Terminal, rep *diagnose.StaleReport) {
 		what, title string
 	}{
 		{diagnose.UnownedStale, "stale IPVS virtual server%s (no current Service port has %s):"},
-		{diagnose.UnownedLoopbackNodePort, "IPVS NodePort virtual server%s on loopback (an older kube-proxy's; %s harmless):"},
+		{diagnose.UnownedLoopbackNodePort, "IPVS NodePort virtual server%s on loopback (an older kube-proxy's%s):"},
 		{diagnose.UnownedProbe, "kube-proxy startup probe%s (harmless%s):"},
 	} {
 		var vss []diagnose.StaleVirtualServer
@@ -197,7 +203,7 @@ func renderStaleIPVS(out io.Writer, t *Terminal, rep *diagnose.StaleReport) {
 		if len(vss) > 1 {
 			them = "them"
 		}
-		if g.what == diagnose.UnownedProbe {
+		if g.what != diagnose.UnownedStale {
 			them = ""
 		}
 		fmt.Fprintln(out, style.Render(fmt.Sprintf("%d "+g.title, len(vss), plural(len(vss)), them)))
