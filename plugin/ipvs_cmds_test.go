@@ -127,7 +127,7 @@ func TestIPVSMapJSON(t *testing.T) {
 		Chains         []json.RawMessage
 		VirtualServers []struct {
 			VirtualServer, Protocol, Addr, Kind, ServicePort, Frontend, Family, Unowned string
-			RealServers                                                        []struct {
+			RealServers                                                                 []struct {
 				Addr     string
 				Weight   int
 				Endpoint bool
