@@ -107,6 +107,17 @@ func (e *Evaluator) withIPVS(hook string, plan hookPlan) hookPlan {
 	return append(plan[:i:i], append([]unit{{prio: prio, ipvs: true}}, plan[i:]...)...)
 }
 
+// kubeProxyTables are the iptables tables kube-proxy writes chains in:
+// nat and filter, and mangle (its canary) in iptables mode; its IPVS
+// proxier writes none in mangle (pkg/proxy/ipvs/proxier.go,
+// iptablesJumpChain, iptablesChains).
+func (e *Evaluator) kubeProxyTables() []string {
+	if e.node.IPVS && e.rs.HasIPVS() {
+		return []string{"nat", "filter"}
+	}
+	return []string{"nat", "filter", "mangle"}
+}
+
 // indexIPVS indexes the virtual services, and takes kube-ipvs0's
 // addresses as the node's: as read, else the virtual services' (kube-proxy
 // binds them there; a node port's address is the node's anyway).

@@ -244,7 +244,7 @@ func (e *Evaluator) planIPTables(fam kubeproxy.Family, p *familyPlan, bases, nat
 	}
 	if haveKube {
 		var lacking []string
-		for _, name := range []string{"nat", "filter", "mangle"} {
+		for _, name := range e.kubeProxyTables() {
 			if !kubeTables[name] {
 				lacking = append(lacking, name)
 			}
