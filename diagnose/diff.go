@@ -39,7 +39,11 @@ type NodeDiff struct {
 	// FixedRules are the differences of the fixed rules (kube-proxy's
 	// chains of no Service), by what they do.
 	FixedRules []FixedRuleDiff `json:"fixedRules"`
-	Notes      []string        `json:"notes"`
+	// UnownedVirtualServers are the IPVS virtual servers no Service port
+	// has (stale, an older version's), by name, on one side only; set when
+	// a side is in IPVS mode (ipvs_diff.go).
+	UnownedVirtualServers *UnownedDiff `json:"unownedVirtualServers,omitempty"`
+	Notes                 []string     `json:"notes"`
 	// Status: healthy when nothing differs, problems when something does
 	// (a difference is not necessarily a fault: see Expected).
 	Status Status `json:"status"`
@@ -157,7 +161,7 @@ func Diff(in DiffSides) *NodeDiff {
 	d.Unowned.OnlyB = minusNames(unownedB, unownedA)
 	d.FixedRules = diffFixedRules(in.A, in.B, masqA, masqB, families)
 	d.Status = StatusHealthy
-	if len(d.ServicePorts) > 0 || len(d.Unowned.OnlyA) > 0 || len(d.Unowned.OnlyB) > 0 || len(d.FixedRules) > 0 {
+	if len(d.ServicePorts) > 0 || len(d.Unowned.OnlyA) > 0 || len(d.Unowned.OnlyB) > 0 || len(d.FixedRules) > 0 || d.UnownedVirtualServers.differ() {
 		d.Status = StatusProblems
 	}
 	return d

@@ -51,10 +51,11 @@ type ipvsFrontendVS struct {
 }
 
 // ipvsOwned is n's virtual servers joined with objs (both sides' objects),
-// and the endpoint entries they make; nil, nil without an IPVS table.
-func ipvsOwned(n *Node, objs *correlate.Objects) (ipvsSide, map[spKey]map[string]DiffEntry) {
+// the endpoint entries they make, and the names of those no Service port
+// has (but kube-proxy's probe); nil without an IPVS table.
+func ipvsOwned(n *Node, objs *correlate.Objects) (ipvsSide, map[spKey]map[string]DiffEntry, []string) {
 	if !n.Ruleset.HasIPVS() || objs == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	nv := objs.NodeView(n.Name)
 	var ips []netip.Addr
@@ -65,7 +66,12 @@ func ipvsOwned(n *Node, objs *correlate.Objects) (ipvsSide, map[spKey]map[string
 	}
 	ips = append(ips, n.Addresses...)
 	ex := correlate.ExplainIPVS(correlate.IPVSExplainInput{IPVSInput: correlate.IPVSInput{Objects: objs, NodeIPs: ips, Table: n.Ruleset.IPVS.Table}, Node: nv})
-	side, entries := ipvsSide{}, map[spKey]map[string]DiffEntry{}
+	side, entries, unowned := ipvsSide{}, map[spKey]map[string]DiffEntry{}, []string{}
+	for i := range ex.Facts.VirtualServers {
+		if vs := &ex.Facts.VirtualServers[i]; vs.Kind == correlate.VirtualServiceUnattributed {
+			unowned = append(unowned, virtualServerName(vs))
+		}
+	}
 	for _, p := range ex.Ports {
 		k := spKey{p.ServicePort, string(p.Family)}
 		for _, fe := range p.Frontends {
@@ -94,7 +100,7 @@ func ipvsOwned(n *Node, objs *correlate.Objects) (ipvsSide, map[spKey]map[string
 			}
 		}
 	}
-	return side, entries
+	return side, entries, unowned
 }
 
 // ipvsDiffs compares A's and B's virtual servers of one Service port.
@@ -209,13 +215,17 @@ type ipvsCompare struct {
 func (d *NodeDiff) compareIPVS(in DiffSides, objs *correlate.Objects, o *ownedSides) *ipvsCompare {
 	c := &ipvsCompare{}
 	var entries [2]map[spKey]map[string]DiffEntry
-	c.sides[0], entries[0] = ipvsOwned(in.A, objs)
-	c.sides[1], entries[1] = ipvsOwned(in.B, objs)
+	var unowned [2][]string
+	c.sides[0], entries[0], unowned[0] = ipvsOwned(in.A, objs)
+	c.sides[1], entries[1], unowned[1] = ipvsOwned(in.B, objs)
 	ipvsA, ipvsB := d.A.Mode == string(kubeproxy.ModeIPVS), d.B.Mode == string(kubeproxy.ModeIPVS)
 	if !ipvsA && !ipvsB {
 		return c
 	}
 	c.bothIPVS = ipvsA && ipvsB
+	// A virtual server no Service port has sends connections somewhere all
+	// the same: one only one side has is a difference.
+	d.UnownedVirtualServers = &UnownedDiff{OnlyA: minusNames(unowned[0], unowned[1]), OnlyB: minusNames(unowned[1], unowned[0])}
 	for i := range 2 {
 		for k, es := range entries[i] {
 			if o.entries[i][k] == nil {
@@ -270,4 +280,9 @@ func ipvsHasFamily(n *Node, fam kubeproxy.Family) bool {
 		}
 	}
 	return false
+}
+
+// differ: some virtual server no Service port has is on one side only.
+func (u *UnownedDiff) differ() bool {
+	return u != nil && len(u.OnlyA)+len(u.OnlyB) > 0
 }

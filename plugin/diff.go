@@ -250,7 +250,7 @@ func (o *DiffOptions) Run() error {
 			}
 		}
 		rep.ServicePorts = kept
-		if len(rep.ServicePorts) == 0 && len(rep.Unowned.OnlyA)+len(rep.Unowned.OnlyB) == 0 && len(rep.FixedRules) == 0 {
+		if len(rep.ServicePorts) == 0 && len(rep.Unowned.OnlyA)+len(rep.Unowned.OnlyB) == 0 && len(rep.FixedRules) == 0 && !unownedVirtualServersDiffer(rep) {
 			rep.Status = diagnose.StatusHealthy
 		}
 	}
@@ -340,6 +340,14 @@ func renderDiff(out io.Writer, t *Terminal, d *diagnose.NodeDiff) {
 	for _, c := range d.Unowned.OnlyB {
 		fmt.Fprintln(out, st.good.Render("+ chain without owner "+c))
 	}
+	if u := d.UnownedVirtualServers; u != nil {
+		for _, v := range u.OnlyA {
+			line(st.bad, "- IPVS virtual server without a Service port "+v, 4)
+		}
+		for _, v := range u.OnlyB {
+			line(st.good, "+ IPVS virtual server without a Service port "+v, 4)
+		}
+	}
 	family := ""
 	for _, f := range d.FixedRules {
 		if f.Family != family {
@@ -374,6 +382,9 @@ func diffVerdict(d *diagnose.NodeDiff) string {
 	}
 	if len(d.FixedRules) > 0 {
 		differ = append(differ, "the fixed rules")
+	}
+	if unownedVirtualServersDiffer(d) {
+		differ = append(differ, "the virtual servers without a Service port")
 	}
 	switch {
 	case len(differ) == 0:

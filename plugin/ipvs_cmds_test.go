@@ -364,6 +364,12 @@ func TestIPVSDiff(t *testing.T) {
 		{"iptables and IPVS", "diff-iptables-ipvs.txt", ipt, b, ExitProblems, []string{
 			"@@ shop/web:http TCP IPv4\n- endpoint 10.244.1.11:8080 (KUBE-SEP-EPVTA2RHFPHQF37H)\n", "A is in iptables mode, B in ipvs mode: compared by the endpoints"}},
 		{"iptables and IPVS alike", "", ipt, smallIPVS + "proc-net-ip_vs.txt", ExitHealthy, []string{"no difference: 19 Service ports alike"}},
+		// Virtual servers no Service port has, on B only: where they send
+		// connections is no Service port's, but B sends them.
+		{"stale on one side", "", smallIPVS + "ipvsadm-Ln.txt", ipvsListing(t, func(s string) string { return s + ipvsStaleServers }), ExitProblems, []string{
+			"+ IPVS virtual server without a Service port TCP 10.96.77.7:80 rr\n",
+			"+ IPVS virtual server without a Service port TCP 10.96.99.9:80 rr\n",
+			"the virtual servers without a Service port differ, 22 Service ports alike"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -393,7 +399,8 @@ func TestIPVSDiff(t *testing.T) {
 			OnlyA, OnlyB        []struct{ What, Detail string }
 			VirtualServers      []diagnose.IPVSVirtualServerDiff
 		}
-		Status string
+		UnownedVirtualServers *struct{ OnlyA, OnlyB []string }
+		Status                string
 	}
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		t.Fatal(err)
@@ -406,7 +413,8 @@ func TestIPVSDiff(t *testing.T) {
 	}
 	web, cart := got["shop/web:http TCP 10.96.10.1:80"], got["shop/cart:http TCP 10.96.10.7:80"]
 	if len(got) != 2 || len(web.A) != 3 || len(web.B) != 2 || web.Frontend != "clusterIP" ||
-		len(cart.B) != 2 || cart.B[1] != (diagnose.IPVSWeight{Addr: "10.244.2.81:8080", Weight: 0}) || d.Status != "problems" {
+		len(cart.B) != 2 || cart.B[1] != (diagnose.IPVSWeight{Addr: "10.244.2.81:8080", Weight: 0}) || d.Status != "problems" ||
+		d.UnownedVirtualServers == nil || len(d.UnownedVirtualServers.OnlyA)+len(d.UnownedVirtualServers.OnlyB) != 0 {
 		t.Errorf("virtual servers %+v\n%s", got, js)
 	}
 }

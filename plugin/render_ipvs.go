@@ -263,3 +263,10 @@ func renderCountsIPVS(out io.Writer, t *Terminal, c *diagnose.IPVSCountsReport) 
 		fmt.Fprintln(out, "  "+wrapIndent(c.Reason, t.Width-2, 2))
 	}
 }
+
+// unownedVirtualServersDiffer: an IPVS virtual server no Service port has
+// is on one side of the diff only.
+func unownedVirtualServersDiffer(d *diagnose.NodeDiff) bool {
+	u := d.UnownedVirtualServers
+	return u != nil && len(u.OnlyA)+len(u.OnlyB) > 0
+}
