@@ -119,8 +119,7 @@ func labelIPVS(n *Node, pt *PacketTrace, res *evaluate.Result, labels *correlate
 		ti.Lines = append(ti.Lines, ipvsServiceLines(vs, pt.ServicePort, labels)...)
 	}
 	if len(res.IPVS) == 0 {
-		ti.Lines = append(ti.Lines, fmt.Sprintf("IPVS: no virtual server for %s %s: IPVS does not balance it; it goes as the rules say (above).",
-			strings.ToUpper(pt.Packet.Protocol), pt.Packet.Destination))
+		ti.Lines = append(ti.Lines, ipvsNotMet(n, pt, res.Packet))
 	} else {
 		if !n.Ruleset.HasIPVSInterface() {
 			ti.Lines = append(ti.Lines, "kube-ipvs0's addresses were not given (ip addr show kube-ipvs0): the virtual servers' addresses were taken as bound there, as kube-proxy binds them.")
@@ -132,6 +131,25 @@ func labelIPVS(n *Node, pt *PacketTrace, res *evaluate.Result, labels *correlate
 		}
 	}
 	pt.IPVS = ti
+}
+
+// ipvsNotMet says why IPVS did not balance a connection: no virtual
+// server for it (then what the rules do is all), or one the packet never
+// reached (its address not the node's).
+func ipvsNotMet(n *Node, pt *PacketTrace, pkt evaluate.Packet) string {
+	what := strings.ToUpper(pt.Packet.Protocol) + " " + pt.Packet.Destination
+	for _, s := range n.Ruleset.IPVS.Table.Services {
+		if strings.EqualFold(string(s.Protocol), pkt.Protocol) && s.Addr == pkt.Dst {
+			return fmt.Sprintf("IPVS has a virtual server for %s, but the connection never reaches it: IPVS schedules only what is addressed to the node (bound to kube-ipvs0) or sent by it; the outcomes above are the rules'.", what)
+		}
+	}
+	s := fmt.Sprintf("IPVS: no virtual server for %s, so IPVS does not balance it: %s.", what, pt.Summary)
+	for _, o := range pt.Outcomes {
+		if o.Verdict == evaluate.VerdictAccept && o.Delivery == "local" {
+			return s + " Delivered to the node itself: a process listening on that address and port gets it, else the kernel refuses it."
+		}
+	}
+	return s
 }
 
 // ipvsServiceLines: "IPVS TCP 10.96.10.1:80 (shop/web:http), scheduler

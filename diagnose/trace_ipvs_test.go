@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,6 +52,18 @@ func TestTraceIPVS(t *testing.T) {
 			}
 		}
 	}
+	// unbind reads kube-ipvs0's addresses, less one
+	unbind := func(addr string) func(*inspect.Ruleset) {
+		return func(rs *inspect.Ruleset) {
+			text, _ := fixture.Text(t, fixture.Dir("small-v1.37"), "ipvs/ip-addr-kube-ipvs0.txt")
+			rs.Merge(fixture.Parse(t, text, "ip-addr-kube-ipvs0.txt"))
+			if !rs.HasIPVSInterface() {
+				t.Fatal("kube-ipvs0 not read")
+			}
+			ifc := rs.IPVS.Interface
+			ifc.Addrs = slices.DeleteFunc(ifc.Addrs, func(p netip.Prefix) bool { return p.Addr().String() == addr })
+		}
+	}
 	nodeIP := []netip.Addr{netip.MustParseAddr("10.0.0.10")}
 	for _, tc := range []struct {
 		name     string
@@ -84,7 +97,15 @@ func TestTraceIPVS(t *testing.T) {
 			lines:   []string{"no real server to take a new connection: IPVS answers ICMP port unreachable"}, status: diagnose.StatusProblems},
 		{name: "no virtual server", scenario: "small-v1.37", req: diagnose.TraceRequest{Dst: netip.MustParseAddrPort("10.96.10.1:81"), Protocol: "tcp", From: "pod"},
 			summary: "1 outcome: 100% rejected (icmp-port-unreachable)",
-			lines:   []string{"IPVS: no virtual server for TCP 10.96.10.1:81: IPVS does not balance it"}, status: diagnose.StatusProblems},
+			lines:   []string{"IPVS: no virtual server for TCP 10.96.10.1:81, so IPVS does not balance it: 1 outcome: 100% rejected (icmp-port-unreachable)."}, status: diagnose.StatusProblems},
+		// no Service on the address at all: the node's own, delivered to it
+		{name: "not a Service", scenario: "small-v1.37", req: diagnose.TraceRequest{Dst: netip.MustParseAddrPort("10.0.0.10:22"), Protocol: "tcp", From: "outside"},
+			summary: "1 outcome: 100% accepted, to the node itself (10.0.0.10:22)",
+			lines:   []string{"IPVS: no virtual server for TCP 10.0.0.10:22", "Delivered to the node itself: a process listening"}},
+		// kube-ipvs0 read without 10.96.10.1: the virtual server is never reached
+		{name: "address not bound", scenario: "small-v1.37", edit: unbind("10.96.10.1"), req: diagnose.TraceRequest{Dst: netip.MustParseAddrPort("10.96.10.1:80"), Protocol: "tcp", From: "pod"},
+			summary: "1 outcome: 100% accepted, not DNATed (10.96.10.1:80)",
+			lines:   []string{"IPVS has a virtual server for TCP 10.96.10.1:80, but the connection never reaches it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := traceIPVSNode(t, tc.scenario, tc.edit)
