@@ -32,13 +32,13 @@ func TestExplainIPVSGolden(t *testing.T) {
 		args     []string
 		wantExit int
 	}{
-		{"explain-web-ipvs.txt", "", []string{"explain", "svc/web", "-n", "shop", "--from-dump", small + "ipvs/proc-net-ip_vs.txt", "--from-dump", small + "ipvs/iptables-save-nft-ipv4.txt", "--from-dump", small + "ipvs/ipset-list.txt",
+		{"explain-web-ipvs.txt", "", []string{"explain", "svc/web", "-n", "shop", "--from-dump", small + "ipvs/proc-net-ip_vs.txt", "--from-dump", small + "ipvs/iptables-save-nft-ipv4.txt", "--from-dump", small + "ipvs/ipset-list.txt", "--from-dump", small + "ipvs/ip-addr-kube-ipvs0.txt",
 			"--from-objects", small + "objects.json", "--from-config", ipvsConfig, "--node", "node-a", "--node-ip", "10.0.0.10"}, ExitHealthy},
 		{"explain-api-ipvs-lost-real-server.txt", lost, []string{"explain", "svc/web", "-n", "shop", "--from-dump", "-",
 			"--from-objects", small + "objects.json", "--from-config", ipvsConfig, "--node", "node-a", "--node-ip", "10.0.0.10"}, ExitProblems},
-		{"explain-dns-ipvs-draining.txt", "", []string{"explain", "svc/dns", "-n", "drain", "--from-dump", drain + "ipvs/ipvsadm-Ln.txt", "--from-dump", drain + "ipvs/ipset-save.txt",
+		{"explain-dns-ipvs-draining.txt", "", []string{"explain", "svc/dns", "-n", "drain", "--from-dump", drain + "ipvs/ipvsadm-Ln.txt", "--from-dump", drain + "ipvs/ipset-save.txt", "--from-dump", drain + "ipvs/proc-net-fib_trie.txt", "--from-dump", drain + "ipvs/proc-net-if_inet6.txt",
 			"--from-objects", drain + "objects.json", "--from-config", ipvsConfig, "--node", "node-a", "--node-ip", "10.0.0.10"}, ExitHealthy},
-		{"explain-zonal-lb-ipvs-local.txt", "", []string{"explain", "svc/zonal-lb", "-n", "topo", "--from-dump", topo + "ipvs/ipvsadm-Sn.txt", "--from-dump", topo + "ipvs/ipset-save.txt",
+		{"explain-zonal-lb-ipvs-local.txt", "", []string{"explain", "svc/zonal-lb", "-n", "topo", "--from-dump", topo + "ipvs/ipvsadm-Sn.txt", "--from-dump", topo + "ipvs/ipset-save.txt", "--from-dump", topo + "ipvs/ip-addr-kube-ipvs0.txt",
 			"--from-objects", topo + "objects.json", "--from-objects", topo + "nodes.json", "--from-config", ipvsConfig, "--node", "node-a"}, ExitHealthy},
 	}
 	for _, tc := range tests {
@@ -56,7 +56,7 @@ func TestExplainIPVSGolden(t *testing.T) {
 // (the iptables walk) is empty.
 func TestExplainIPVSJSON(t *testing.T) {
 	const small = "../testdata/fixtures/small-v1.37/"
-	out, errOut, err := runCmd(t, nil, "explain", "svc/cart", "-n", "shop", "--from-dump", small+"ipvs/ipvsadm-Sn.txt", "--from-dump", small+"ipvs/ipset-save.txt",
+	out, errOut, err := runCmd(t, nil, "explain", "svc/cart", "-n", "shop", "--from-dump", small+"ipvs/ipvsadm-Sn.txt", "--from-dump", small+"ipvs/ipset-save.txt", "--from-dump", small+"ipvs/ip-addr-kube-ipvs0.txt",
 		"--from-objects", small+"objects.json", "--from-config", ipvsConfig, "--node", "node-a", "-o", "json")
 	if code := exitOf(t, err, errOut); code != ExitHealthy {
 		t.Fatalf("exit %d\n%s", code, out)
