@@ -3,8 +3,11 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/diagnose"
@@ -28,8 +31,8 @@ func ipvsMapRows(m *diagnose.ChainMap, wide bool) (headers []string, rows [][]st
 		if owner == "" {
 			owner, fe = "-", ipvsWhat(vs.Kind)
 		}
-		if vs.AddrInferred {
-			fe += "?"
+		if vs.AddrInferred && wide {
+			fe += " (inferred)" // an address not known to be the node's
 		}
 		if len(vs.RealServers) == 0 {
 			row := []string{owner, fe, vsAddr(&vs), "-", "", "no real server"}
@@ -94,6 +97,12 @@ func realServerStatus(vs *diagnose.MapVirtualServer, rs *correlate.IPVSRealServe
 // owner below it, and their summary.
 func renderMapIPVS(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool) error {
 	headers, rows := ipvsMapRows(m, wide)
+	if !wide && !t.NoHeaders {
+		renderMapIPVSGrouped(out, t, headers, rows)
+		ipvsMapSections(out, t, m)
+		_, err := fmt.Fprintln(out, ipvsSummaryLine(m))
+		return err
+	}
 	if !wide {
 		headers, rows = fitColumns(headers, rows, t.Width, "WEIGHT", "FRONTEND")
 	}
@@ -105,11 +114,51 @@ func renderMapIPVS(out io.Writer, t *Terminal, m *diagnose.ChainMap, wide bool) 
 	if t.NoHeaders {
 		return nil
 	}
-	if !wide {
-		ipvsMapSections(out, t, m)
-	}
 	_, err := fmt.Fprintln(out, ipvsSummaryLine(m))
 	return err
+}
+
+// renderMapIPVSGrouped prints the plain rows under a heading per Service
+// port, a virtual server's name once: what each Service port's frontends
+// send where, in 80 columns (-o wide and --no-headers keep a row each).
+func renderMapIPVSGrouped(out io.Writer, t *Terminal, headers []string, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	st := t.styles()
+	service, weight, status := slices.Index(headers, "SERVICE"), slices.Index(headers, "WEIGHT"), slices.Index(headers, "STATUS")
+	var cells [][]string
+	var heads []string // the heading before each row, "" for none
+	prevSP, prevVS := "", ""
+	for _, r := range rows {
+		head := ""
+		if r[service] != prevSP {
+			head, prevSP, prevVS = r[service], r[service], ""
+		}
+		fe, vs := r[1], r[2]
+		if vs == prevVS {
+			fe, vs = "", ""
+		} else {
+			prevVS = vs
+		}
+		rs := r[3]
+		if w := r[weight]; w != "" && w != "1" && w != "0" {
+			rs += " (weight " + w + ")" // kube-proxy's is 1; 0 is a status
+		}
+		heads, cells = append(heads, head), append(cells, []string{fe, vs, rs, r[status]})
+	}
+	lines := strings.Split(strings.TrimSuffix(alignColumns(cells, "  ", func(row, col int) lipgloss.Style {
+		if col == 3 && cells[row][3] != "" {
+			return st.bad
+		}
+		return t.Renderer.NewStyle()
+	}), "\n"), "\n")
+	for i, line := range lines {
+		if heads[i] != "" {
+			fmt.Fprintln(out, st.group.Render(heads[i]))
+		}
+		fmt.Fprintln(out, line)
+	}
 }
 
 // ipvsMapSections lists the probe and the virtual servers no Service port
@@ -146,10 +195,11 @@ func ipvsMapSections(out io.Writer, t *Terminal, m *diagnose.ChainMap) {
 	}
 }
 
-// ipvsSummaryLine counts the virtual and real servers attributed.
+// ipvsSummaryLine counts the virtual and real servers attributed, in lines
+// that fit 80 columns.
 func ipvsSummaryLine(m *diagnose.ChainMap) string {
 	c := m.Summary.IPVS
-	line := fmt.Sprintf("%s: %d attributed to Service ports, %d kube-proxy probe, %d without owner\n%s: %d endpoints of their Service port, %d not",
+	line := fmt.Sprintf("%s: %d attributed, %d kube-proxy probe, %d without owner\n%s: %d endpoints, %d not",
 		count(c.VirtualServers, "IPVS virtual server"), c.Attributed-c.Probes, c.Probes, c.Unattributed,
 		count(c.RealServers, "real server"), c.Endpoints, c.NotEndpoints-probeRealServers(m))
 	if c.Unattributed > 0 {
