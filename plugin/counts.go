@@ -42,7 +42,9 @@ a failed restore (the metric is set before the restore runs), labels of older
 versions. It also reports large-cluster mode as the dump shows it (comments
 missing) and as the API objects imply (more than 1000 endpoints), the age of
 the last sync, syncs that are queued but not happening, and sync failures.
-nftables mode has no rule-count metric; counts says so.
+nftables mode has no rule-count metric; counts says so. IPVS mode has none
+either: counts compares its virtual servers with the frontends the Service
+ports call for (missing, stale, kube-proxy's probe).
 
 Use it when kube-proxy looks alive but the rules look wrong or old.
 

@@ -69,7 +69,10 @@ KUBE-MARK-MASQ or nftables' mark set sets, the bit postrouting tests),
 KUBE-FORWARD and KUBE-FIREWALL (iptables mode), filter-forward (nftables
 mode). Rule order, counters, comments, the iptables backend, the proxy
 mode's naming and nftables handles do not count, so an iptables node and
-an nftables node of the same cluster compare too.
+an nftables node of the same cluster compare too. In IPVS mode each
+frontend's virtual server is compared by its real servers and their weights
+(a NodePort's by its port), and an IPVS node against an iptables or nftables
+one by the endpoints each sends each Service port to.
 
 Each of A and B is a node name (read live, as --node does), a bundle (a
 folder or .tar.gz written by collect; a node's folder of a sweep) or a

@@ -59,6 +59,11 @@ removed the comments, for iptables (legacy and nft backends, IPv4 and IPv6) and
 nftables mode. Use it when a KUBE-SVC-/KUBE-SEP- name in a dump means nothing
 to you, or to find chains that no current Service or endpoint owns.
 
+In IPVS mode the chains name no Service: map lists the IPVS virtual servers
+(/proc/net/ip_vs or ipvsadm -Ln given with --from-dump), each with its Service
+port and frontend, and each real server with whether it is an endpoint of that
+port; those no Service port has are listed apart (see stale).
+
 Given chain names (KUBE-SVC-…, service-…, or just their hash part), map shows
 only those: kind, owner, endpoint, whether stale, and which chains jump to
 them. Without a node or dump it answers from the objects alone (the cluster's,

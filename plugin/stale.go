@@ -45,7 +45,11 @@ current service port). Each is marked harmful when traffic can still reach it,
 or harmless when nothing refers to it, and says when kube-proxy will remove it
 by itself: large-cluster mode cleans up at most once per syncPeriod, nftables
 deletes a flushed chain a sync later. Leftovers of older versions (KUBE-XLB-,
-the kubelet's KUBE-MARK-DROP) are listed too.
+the kubelet's KUBE-MARK-DROP) are listed too. In IPVS mode: the virtual
+servers no current Service port has, with their former owner where the
+objects tell (a Service still at that address, or whose endpoints are its
+real servers), kube-proxy's startup probe and an older version's loopback
+NodePorts.
 
 Use it when a dump shows chains you cannot place, or after deleting Services.
 
