@@ -92,6 +92,17 @@ var readmeSnippets = []struct {
 			"--from-config", "../plugin/" + ipvsConfig},
 	},
 	{
+		name: "trace-ipvs",
+		shown: "kubectl proxyrules trace --to svc/web -n shop --node node-a --node-ip 10.0.0.10 \\\n" +
+			"    --from-dump " + small + "ipvs/iptables-save-nft-ipv4.txt --from-dump " + small + "ipvs/proc-net-ip_vs.txt \\\n" +
+			"    --from-dump " + small + "ipvs/ipset-save.txt --from-dump " + small + "ipvs/ip-addr-kube-ipvs0.txt \\\n" +
+			"    --from-objects " + small + "objects.json | head -12",
+		args: []string{"trace", "--to", "svc/web", "-n", "shop", "--node", "node-a", "--node-ip", "10.0.0.10",
+			"--from-dump", small + "ipvs/iptables-save-nft-ipv4.txt", "--from-dump", small + "ipvs/proc-net-ip_vs.txt",
+			"--from-dump", small + "ipvs/ipset-save.txt", "--from-dump", small + "ipvs/ip-addr-kube-ipvs0.txt", "--from-objects", small + "objects.json"},
+		head: 12,
+	},
+	{
 		name: "explain-conntrack",
 		shown: "kubectl proxyrules explain svc/kube-dns -n kube-system --from-dump " + small + "iptables/save-nft-ipv4.txt \\\n" +
 			"    --from-objects " + small + "objects.json --node node-a --from-conntrack " + ct + "faulty-table.txt | tail -6",
