@@ -26,10 +26,11 @@ type IPVSVirtualServerDiff struct {
 	// VirtualServer is "TCP 10.96.10.1:80", or "TCP port 30080" for a
 	// NodePort (on each node's own addresses).
 	VirtualServer string `json:"virtualServer"`
-	// A and B are the real servers; nil when that side has no virtual
-	// server for the frontend.
-	A []IPVSWeight `json:"a"`
-	B []IPVSWeight `json:"b"`
+	// A and B are the real servers; OnlyIn is "A" or "B" when only that
+	// side has a virtual server for the frontend.
+	A      []IPVSWeight `json:"a"`
+	B      []IPVSWeight `json:"b"`
+	OnlyIn string       `json:"onlyIn,omitempty"`
 	// Summary says it in a line: "A sends to 3 real servers, B to 2: B
 	// lacks 10.244.1.11:8080".
 	Summary string `json:"summary"`
@@ -132,7 +133,13 @@ func ipvsDiffs(a, b map[string]*ipvsFrontendVS) []IPVSVirtualServerDiff {
 		if f == nil {
 			f = vb
 		}
-		d := IPVSVirtualServerDiff{Frontend: f.frontend, VirtualServer: f.name, A: ra, B: rb}
+		d := IPVSVirtualServerDiff{Frontend: f.frontend, VirtualServer: f.name, A: nonNil(ra), B: nonNil(rb)}
+		switch {
+		case va == nil:
+			d.OnlyIn = "B"
+		case vb == nil:
+			d.OnlyIn = "A"
+		}
 		d.Summary = fmt.Sprintf("%s %s: %s", f.frontend, f.name, weightsSummary(va, vb, ra, rb))
 		out = append(out, d)
 	}

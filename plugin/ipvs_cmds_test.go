@@ -537,3 +537,30 @@ func TestIPVSSweep(t *testing.T) {
 		})
 	}
 }
+
+// A frontend's virtual server on one side only: said so, its lists [].
+func TestIPVSDiffOneSided(t *testing.T) {
+	b := ipvsListing(t, func(s string) string { return withoutVirtualServer(s, "TCP  10.96.10.6:80 rr") })
+	js, errOut, err := runCmd(t, nil, "diff", smallIPVS+"ipvsadm-Ln.txt", b, "--from-objects", smallFixture+"objects.json", "-o", "json")
+	if code := exitOf(t, err, errOut); code != ExitProblems {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(js, `"a": null`) || strings.Contains(js, `"b": null`) {
+		t.Errorf("null lists:\n%s", js)
+	}
+	var d struct {
+		ServicePorts []struct {
+			ServicePort    string
+			VirtualServers []diagnose.IPVSVirtualServerDiff
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.ServicePorts) != 1 || d.ServicePorts[0].ServicePort != "shop/reports:http" || len(d.ServicePorts[0].VirtualServers) != 1 {
+		t.Fatalf("%s", js)
+	}
+	if v := d.ServicePorts[0].VirtualServers[0]; v.OnlyIn != "A" || len(v.A) != 1 || v.B == nil || len(v.B) != 0 || !strings.Contains(v.Summary, "only A has this virtual server") {
+		t.Errorf("%+v", v)
+	}
+}
