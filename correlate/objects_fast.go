@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 )
 
 // The fast path of ReadObjects: Service and EndpointSlice lists in JSON,
@@ -44,9 +46,37 @@ type fastDecoder struct {
 	// seenServices/seenSlices count what the input held before only
 	// filtered it.
 	seenServices, seenSlices int
-	// scratch collects a slice's endpoints before they get an array of
-	// their exact size.
-	scratch []discoveryv1.Endpoint
+	// scratch collects a slice's endpoints (addrScratch an endpoint's
+	// addresses) before they get their exact room in the blocks: the
+	// endpoints, their addresses and targetRefs of every slice are carved
+	// from a few big blocks instead of an allocation each (inspect.Blocks).
+	scratch     []discoveryv1.Endpoint
+	addrScratch []string
+	eps         inspect.Blocks[discoveryv1.Endpoint]
+	addrs       inspect.Blocks[string]
+	refs        inspect.Blocks[corev1.ObjectReference]
+	// text holds the strings that do not repeat (names, addresses).
+	text inspect.Text
+}
+
+// str reads a string value as jsonScanner.str does, a plain one copied
+// into the text blocks (one allocation per 16 KB to 8 MB of names and
+// addresses instead of one per string).
+func (d *fastDecoder) str() string {
+	s := &d.s
+	if s.peek() != '"' {
+		return s.str(nil)
+	}
+	start := s.pos
+	raw, plain := s.scanString()
+	switch {
+	case s.bad:
+		return ""
+	case !plain:
+		s.pos = start
+		return s.str(nil)
+	}
+	return d.text.String(raw[1 : len(raw)-1])
 }
 
 // ServiceFilter names the one Service whose objects to keep.
@@ -319,7 +349,7 @@ func (d *fastDecoder) metadata(m *metav1.ObjectMeta) {
 		switch string(s.key()) {
 		case "name":
 			s.seen(&mask, 1)
-			m.Name = s.str(nil)
+			m.Name = d.str()
 		case "namespace":
 			s.seen(&mask, 2)
 			m.Namespace = s.str(&d.intern)
@@ -343,7 +373,7 @@ func (d *fastDecoder) stringMap() map[string]string {
 	}
 	for ; more; more = s.nextMember() {
 		k := string(s.key())
-		m[k] = s.str(nil)
+		m[k] = d.str()
 	}
 	return m
 }
@@ -358,7 +388,7 @@ func (d *fastDecoder) serviceSpec(sp *corev1.ServiceSpec) {
 			sp.Type = corev1.ServiceType(s.str(&d.intern))
 		case "clusterIP":
 			s.seen(&mask, 1<<1)
-			sp.ClusterIP = s.str(nil)
+			sp.ClusterIP = d.str()
 		case "clusterIPs":
 			s.seen(&mask, 1<<2)
 			sp.ClusterIPs = s.strings(nil)
@@ -506,8 +536,6 @@ func (d *fastDecoder) endpoints() []discoveryv1.Endpoint {
 		return nil
 	}
 	out := d.scratch[:0]
-	// The addresses of a slice's endpoints share one backing array.
-	var addrs []string
 	for ; more; more = s.nextElement() {
 		var ep discoveryv1.Endpoint
 		var mask uint32
@@ -519,16 +547,14 @@ func (d *fastDecoder) endpoints() []discoveryv1.Endpoint {
 				if !present {
 					break
 				}
-				if addrs == nil {
-					addrs = make([]string, 0, 64)
-				}
-				// Appending never writes where an earlier endpoint's
-				// (capacity-limited) addresses are.
-				first := len(addrs)
+				addrs := d.addrScratch[:0]
 				for ; more; more = s.nextElement() {
-					addrs = append(addrs, s.str(nil))
+					addrs = append(addrs, d.str())
 				}
-				ep.Addresses = addrs[first:len(addrs):len(addrs)]
+				d.addrScratch = addrs
+				// Capacity-limited: an append never writes into the next.
+				ep.Addresses = d.addrs.Take(len(addrs))
+				copy(ep.Addresses, addrs)
 			case "conditions":
 				s.seen(&mask, 2)
 				var cmask uint32
@@ -566,7 +592,9 @@ func (d *fastDecoder) endpoints() []discoveryv1.Endpoint {
 		out = append(out, ep)
 	}
 	d.scratch = out[:0]
-	return append(make([]discoveryv1.Endpoint, 0, len(out)), out...)
+	eps := d.eps.Take(len(out))
+	copy(eps, out)
+	return eps
 }
 
 // targetRef reads an endpoint's targetRef: its kind and name.
@@ -576,7 +604,7 @@ func (d *fastDecoder) targetRef() *corev1.ObjectReference {
 	if !present {
 		return nil
 	}
-	ref := &corev1.ObjectReference{}
+	ref := d.refs.One()
 	var mask uint32
 	for ; more; more = s.nextMember() {
 		switch string(s.key()) {
@@ -585,7 +613,7 @@ func (d *fastDecoder) targetRef() *corev1.ObjectReference {
 			ref.Kind = s.str(&d.intern)
 		case "name":
 			s.seen(&mask, 2)
-			ref.Name = s.str(nil)
+			ref.Name = d.str()
 		default:
 			s.skip()
 		}

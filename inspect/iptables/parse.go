@@ -72,8 +72,10 @@ func Read(r io.Reader, source string, opts Options) (*inspect.Ruleset, error) {
 }
 
 type parser struct {
-	lr     *scan.Lines
-	arena  scan.Arena
+	lr *scan.Lines
+	// text holds the rule text and chain names the model keeps; rules
+	// and chains are carved from blocks too (inspect.Blocks).
+	text   inspect.Text
 	source string
 	opts   Options
 
@@ -84,17 +86,17 @@ type parser struct {
 	table   *inspect.IPTable
 	// sawPolicy is set when a built-in chain had a real policy: that is
 	// iptables-save output rather than kube-proxy's restore input.
-	sawPolicy bool
-	rules     int
-	slab      []inspect.IPRule
-	chainSlab []inspect.IPChain
-	ptrSlab   []*inspect.IPRule
-	last      *inspect.IPChain
-	lastTable *inspect.IPTable
-	cursor    int  // index of last in lastTable.Chains, -1 when unknown
-	declaring bool // inside the chain declarations at a table's start
-	tokens    []string
-	warnings  int
+	sawPolicy   bool
+	rules       int
+	ruleBlocks  inspect.Blocks[inspect.IPRule]
+	chainBlocks inspect.Blocks[inspect.IPChain]
+	ptrSlab     []*inspect.IPRule
+	last        *inspect.IPChain
+	lastTable   *inspect.IPTable
+	cursor      int  // index of last in lastTable.Chains, -1 when unknown
+	declaring   bool // inside the chain declarations at a table's start
+	tokens      []string
+	warnings    int
 	// ownRules: chains whose Rules are not a window of ptrSlab.
 	ownRules map[*inspect.IPChain]bool
 
@@ -522,7 +524,7 @@ func (p *parser) chainLine(raw []byte) {
 	}
 	if p.table == nil {
 		// A declaration without its table: `iptables-save | grep KUBE`.
-		it := item{kind: itemChain, chain: p.arena.Add(nameB)}
+		it := item{kind: itemChain, chain: p.text.String(nameB)}
 		if policy != "" && policy != "-" {
 			it = policyItem(it.chain, policy, packets, nbytes)
 		}
@@ -555,7 +557,7 @@ func parseCounters(s string) (packets, bytes uint64) {
 }
 
 // chain returns the named chain of the current table, creating it with a
-// name copied into the arena. Consecutive rules of one chain (the common
+// name copied into the text blocks. Consecutive rules of one chain (the common
 // case) skip the map.
 func (p *parser) chain(name []byte) *inspect.IPChain {
 	t := p.table
@@ -577,37 +579,22 @@ func (p *parser) chain(name []byte) *inspect.IPChain {
 		c = t.Chain(string(name))
 	}
 	if c == nil {
-		if len(p.chainSlab) == 0 {
-			p.chainSlab = make([]inspect.IPChain, 256)
-		}
-		c = &p.chainSlab[0]
-		p.chainSlab = p.chainSlab[1:]
-		c.Name, c.Policy = p.arena.Add(name), "-"
+		c = p.chainBlocks.One()
+		c.Name, c.Policy = p.text.String(name), "-"
 		t.AddChain(c)
 	}
 	p.last, p.lastTable, p.cursor = c, t, c.Pos()
 	return c
 }
 
-// newChain makes a chain from the slab (names are arena strings already).
+// newChain makes a chain from the blocks (names are block strings already).
 func (p *parser) newChain(name string, line int32) *inspect.IPChain {
-	if len(p.chainSlab) == 0 {
-		p.chainSlab = make([]inspect.IPChain, 256)
-	}
-	c := &p.chainSlab[0]
-	p.chainSlab = p.chainSlab[1:]
+	c := p.chainBlocks.One()
 	c.Name, c.Policy, c.Line = name, "-", line
 	return c
 }
 
-func (p *parser) newRule() *inspect.IPRule {
-	if len(p.slab) == 0 {
-		p.slab = make([]inspect.IPRule, 1024)
-	}
-	r := &p.slab[0]
-	p.slab = p.slab[1:]
-	return r
-}
+func (p *parser) newRule() *inspect.IPRule { return p.ruleBlocks.One() }
 
 // ruleLine reads "[-c counters] -A CHAIN …", "-X CHAIN", "-N CHAIN" and
 // "-P CHAIN POLICY"; outside a *table section, as iptables -S output or an
@@ -690,7 +677,7 @@ func isCommand(op []byte) bool {
 // parsedRule makes the rule of an -A line's arguments.
 func (p *parser) parsedRule(text []byte, packets, nbytes uint64) *inspect.IPRule {
 	r := p.newRule()
-	r.Text = p.arena.Add(text)
+	r.Text = p.text.String(text)
 	r.Line = int32(p.lr.Line())
 	if err := p.parseRule(r, r.Text); err != nil {
 		p.warn("%v", err)
@@ -734,7 +721,7 @@ func isUint(s string) bool {
 // headerlessRule records an -S or excerpt line, whose table is inferred at
 // the end (headerless.go).
 func (p *parser) headerlessRule(op, chain, text []byte, packets, nbytes uint64) {
-	name := p.arena.Add(chain)
+	name := p.text.String(chain)
 	switch string(op) {
 	case "-A", "--append":
 		r := p.parsedRule(text, packets, nbytes)
