@@ -27,12 +27,20 @@ import (
 // wall seconds and of their ratio (x-sha256), the child's peak RSS (the
 // largest over the iterations), its minor page faults and its CPU time.
 //
+// With PROXYRULES_BENCH_BASE set to another build of the command (the
+// code before a change), every iteration runs it too, in turn with the
+// other two, and the same figures are reported for it (base-…), with the
+// median of the rounds' ratios of the two (x-base): a change measured in
+// the same minutes as the code it changes, on a machine whose speed
+// drifts.
+//
 //	go test ./cmd/kubectl-proxyrules -run '^$' -bench MapProcess -benchtime 7x
 func BenchmarkMapProcess(b *testing.B) {
 	if _, err := exec.LookPath("sha256sum"); err != nil {
 		b.Skip("sha256sum not found")
 	}
 	bin := binary(b)
+	base := os.Getenv(baseBinaryEnv)
 	f := writeNodeFiles(b)
 	inputs := []string{f.IPTablesSave, f.Objects}
 	var size int64
@@ -47,37 +55,76 @@ func BenchmarkMapProcess(b *testing.B) {
 	// Once untimed: the files in the page cache, and the command's answer
 	// checked to be the report (the timed runs write to /dev/null).
 	checkReport(b, bin, mapArgs)
-	runProcess(b, "sha256sum", inputs...)
-	var maps, sums, ratios, faults, cpu []float64
-	var peak int64
+	runs := []func() processRun{
+		func() processRun { return runProcess(b, "sha256sum", inputs...) },
+		func() processRun { return runProcess(b, bin, mapArgs...) },
+	}
+	if base != "" {
+		checkReport(b, base, mapArgs)
+		runs = append(runs, func() processRun { return runProcess(b, base, mapArgs...) })
+	}
+	runs[0]()
+	var sums, maps, bases series
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		// Interleaved, alternating which runs first, so that drift in
-		// the machine's load falls on both.
-		var m, s processRun
-		if i%2 == 0 {
-			s = runProcess(b, "sha256sum", inputs...)
-			m = runProcess(b, bin, mapArgs...)
-		} else {
-			m = runProcess(b, bin, mapArgs...)
-			s = runProcess(b, "sha256sum", inputs...)
+		// Interleaved, each iteration starting with another of them, so
+		// that drift in the machine's load falls on all.
+		got := make([]processRun, len(runs))
+		for j := range runs {
+			k := (i + j) % len(runs)
+			got[k] = runs[k]()
 		}
-		maps = append(maps, m.wall.Seconds())
-		sums = append(sums, s.wall.Seconds())
-		ratios = append(ratios, m.wall.Seconds()/s.wall.Seconds())
-		faults = append(faults, float64(m.minflt))
-		cpu = append(cpu, m.cpu.Seconds())
-		peak = max(peak, m.maxRSS)
+		sums.add(got[0], got[0])
+		maps.add(got[1], got[0])
+		if base != "" {
+			bases.add(got[2], got[0])
+		}
 	}
 	b.StopTimer()
-	b.ReportMetric(median(maps), "map-s")
-	b.ReportMetric(median(sums), "sha256-s")
-	b.ReportMetric(median(ratios), "x-sha256")
-	b.ReportMetric(median(cpu), "map-cpu-s")
-	b.ReportMetric(median(faults), "minflt")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+	b.ReportMetric(median(sums.wall), "sha256-s")
+	maps.report(b, "")
+	if base != "" {
+		bases.report(b, "base-")
+		b.ReportMetric(median(ratios(maps.wall, bases.wall)), "x-base")
+	}
 	b.ReportMetric(float64(benchutil.PeakRSS())/(1<<20), "parent-RSS-MB")
+}
+
+// baseBinaryEnv names another build of the command to run beside the
+// one built here (BenchmarkMapProcess).
+const baseBinaryEnv = "PROXYRULES_BENCH_BASE"
+
+// series is what the iterations of one command measured.
+type series struct {
+	wall, ratio, faults, cpu []float64
+	peak                     int64
+}
+
+// add records run, paired with the sha256sum run sum.
+func (s *series) add(run, sum processRun) {
+	s.wall = append(s.wall, run.wall.Seconds())
+	s.ratio = append(s.ratio, run.wall.Seconds()/sum.wall.Seconds())
+	s.faults = append(s.faults, float64(run.minflt))
+	s.cpu = append(s.cpu, run.cpu.Seconds())
+	s.peak = max(s.peak, run.maxRSS)
+}
+
+func (s *series) report(b *testing.B, prefix string) {
+	b.ReportMetric(median(s.wall), prefix+"map-s")
+	b.ReportMetric(median(s.ratio), prefix+"x-sha256")
+	b.ReportMetric(median(s.cpu), prefix+"map-cpu-s")
+	b.ReportMetric(median(s.faults), prefix+"minflt")
+	b.ReportMetric(float64(s.peak)/(1<<20), prefix+"peak-RSS-MB")
+}
+
+// ratios is a[i]/b[i].
+func ratios(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = a[i] / b[i]
+	}
+	return out
 }
 
 // synthDirEnv, when set, makes the test binary write the generated node's
