@@ -58,7 +58,7 @@ func (rep *StaleReport) staleIPVS(n *Node) bool {
 		}
 		switch u.What {
 		case UnownedStale:
-			s.FormerOwner, s.OwnerEvidence = formerIPVSOwner(n, vs)
+			s.FormerOwner, s.OwnerEvidence = formerIPVSOwner(n, ir.ex, vs)
 		case UnownedProbe:
 			s.FormerOwner = "kube-proxy's startup probe"
 		}
@@ -84,7 +84,7 @@ func familyOf(a netip.Addr) string {
 // removed), or a current Service port whose endpoints are all its real
 // servers (the Service re-created, so with another address); "unknown"
 // otherwise.
-func formerIPVSOwner(n *Node, vs *correlate.IPVSVirtualServer) (owner, evidence string) {
+func formerIPVSOwner(n *Node, ex *correlate.IPVSExplanation, vs *correlate.IPVSVirtualServer) (owner, evidence string) {
 	if n.Objects == nil || vs.FWMark != 0 {
 		return "unknown", ""
 	}
@@ -99,9 +99,6 @@ func formerIPVSOwner(n *Node, vs *correlate.IPVSVirtualServer) (owner, evidence 
 			}
 		}
 	}
-	if len(vs.RealServers) == 0 {
-		return "unknown", ""
-	}
 	for _, sp := range n.Objects.ServicePorts() {
 		if !strings.EqualFold(string(sp.Protocol), vs.Protocol) || len(sp.Endpoints) == 0 {
 			continue
@@ -114,9 +111,34 @@ func formerIPVSOwner(n *Node, vs *correlate.IPVSVirtualServer) (owner, evidence 
 		for _, rs := range vs.RealServers {
 			all = all && eps[rs.Addr.String()]
 		}
-		if all {
+		if all && len(vs.RealServers) > 0 {
 			return sp.String(), fmt.Sprintf("its real servers are endpoints of %s: most likely that Service was re-created (a new address) or another Service selects the same pods", sp)
 		}
 	}
-	return "unknown", ""
+	return "unknown", whatAddressIs(n, ex, vs)
+}
+
+// whatAddressIs says what a stale virtual server's address is when no
+// Service tells whose it was: a node address (a NodePort's), or one of the
+// Service range (a deleted Service's cluster IP).
+func whatAddressIs(n *Node, ex *correlate.IPVSExplanation, vs *correlate.IPVSVirtualServer) string {
+	a := vs.Addr.Addr()
+	// the node's addresses: those known, and those a current NodePort's
+	// virtual server is on
+	node := slices.Contains(nodeAddrs(n), a)
+	for i := range ex.Facts.VirtualServers {
+		o := &ex.Facts.VirtualServers[i]
+		node = node || o.Frontend == correlate.FrontendNodePort && o.Addr.Addr() == a
+	}
+	if node {
+		return fmt.Sprintf("%s is the node's address: a NodePort (%s %d) no current Service has, a deleted Service's or a removed port's", a, vs.Protocol, vs.Addr.Port())
+	}
+	rng := correlate.ClusterIPRange(n.Objects)
+	for _, p := range rng.Prefixes {
+		if p.Contains(a) {
+			src, _, _ := strings.Cut(rng.Source, " (")
+			return fmt.Sprintf("%s is in the Service range %s (%s), and no current Service has it: a deleted Service's cluster IP", a, p, src)
+		}
+	}
+	return ""
 }

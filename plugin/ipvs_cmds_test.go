@@ -564,3 +564,36 @@ func TestIPVSDiffOneSided(t *testing.T) {
 		t.Errorf("%+v", v)
 	}
 }
+
+// The table kube-proxy v1.37.2 wrote before load/gone was deleted, read
+// against the objects after: its virtual servers are stale, and what their
+// addresses are tells a deleted Service's cluster IP and NodePort.
+func TestIPVSStaleDeletedService(t *testing.T) {
+	const churn = "../testdata/fixtures/nft-churn-v1.37/"
+	out, errOut, err := runCmd(t, nil, "stale", "--from-dump", churn+"ipvs/proc-net-ip_vs.sync1.txt", "--from-objects", churn+"objects.json", "--node", "node-a", "-o", "json")
+	if code := exitOf(t, err, errOut); code != ExitProblems {
+		t.Errorf("exit %d, want %d", code, ExitProblems)
+	}
+	var rep struct {
+		VirtualServers []diagnose.StaleVirtualServer
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"TCP 10.96.50.3:80 rr persistent 10800":    "a deleted Service's cluster IP",
+		"TCP 10.0.0.10:30900 rr persistent 10800":  "10.0.0.10 is the node's address: a NodePort (TCP 30900)",
+		"TCP [fd00::10]:30900 rr persistent 10800": "fd00::10 is the node's address",
+		// the known IPv6 cluster IPs span too little to hold it: not said
+		"TCP [fd00:10:96::32]:80 rr persistent 10800": "",
+	}
+	if len(rep.VirtualServers) != len(want) {
+		t.Fatalf("%d stale virtual servers, want %d: %+v", len(rep.VirtualServers), len(want), rep.VirtualServers)
+	}
+	for _, v := range rep.VirtualServers {
+		w, ok := want[v.VirtualServer]
+		if !ok || v.What != diagnose.UnownedStale || v.FormerOwner != "unknown" || !strings.Contains(v.OwnerEvidence, w) || (w == "") != (v.OwnerEvidence == "") || len(v.RealServerAddrs) != 2 {
+			t.Errorf("%+v: want evidence %q", v, w)
+		}
+	}
+}
