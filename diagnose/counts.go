@@ -436,7 +436,7 @@ func (rep *CountsReport) modeNotes(rs *inspect.Ruleset) {
 		}
 	case kubeproxy.ModeIPVS:
 		if rs.HasIPVS() {
-			rep.note("ipvs mode exports no rule-count metric: the IPVS virtual servers are counted against the Service ports' frontends instead; the sync timestamps and failure counters below still apply")
+			rep.note("ipvs mode exports no rule-count metric: the IPVS virtual servers are counted against the Service ports' frontends instead; the sync timestamps and failure counters still apply")
 			break
 		}
 		rep.note("ipvs mode exports no rule-count metric: there is nothing to compare the dump with")

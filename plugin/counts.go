@@ -145,6 +145,20 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 		}
 	}
 	renderCountsIPVS(out, t, rep.IPVS)
+	if rep.IPVS == nil { // the IPVS proxier has no large-cluster mode
+		renderLargeClusterMode(out, t, rep)
+	}
+	renderLastSyncs(out, t, st, rep)
+	renderFailures(out, t, rep.Failures)
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, wrapIndent("note: "+n, t.Width-2, 2))
+	}
+	return nil
+}
+
+// renderLargeClusterMode says what the dump and the objects show of the
+// iptables proxier's large-cluster mode.
+func renderLargeClusterMode(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) {
 	lc := rep.LargeClusterMode
 	line := "large-cluster mode (dump): "
 	switch {
@@ -164,12 +178,6 @@ func renderCounts(out io.Writer, t *Terminal, rep *diagnose.RuleCounts) error {
 			fmt.Fprintf(out, "large-cluster mode (objects, %s): %s\n", f, yesNo(v))
 		}
 	}
-	renderLastSyncs(out, t, st, rep)
-	renderFailures(out, t, rep.Failures)
-	for _, n := range rep.Notes {
-		fmt.Fprintln(out, wrapIndent("note: "+n, t.Width-2, 2))
-	}
-	return nil
 }
 
 // renderFailures says each failure counter with its state now: the counter
