@@ -27,6 +27,7 @@ func (a *sweepAdd) staleIPVS(r *StaleReport) {
 		return
 	}
 	a.row.Mode = "ipvs"
+	a.row.LargeClusterMode = nil // the IPVS proxier has none
 	for _, v := range r.VirtualServers {
 		switch {
 		case v.What != UnownedStale:
@@ -41,6 +42,9 @@ func (a *sweepAdd) staleIPVS(r *StaleReport) {
 // countsIPVS adds r's IPVS counts as causes.
 func (a *sweepAdd) countsIPVS(r *RuleCounts) {
 	c := r.IPVS
+	if c != nil {
+		a.row.LargeClusterMode = nil // the IPVS proxier has none
+	}
 	if c == nil || !c.Compared {
 		return
 	}
