@@ -30,6 +30,9 @@ func ipvsMapRows(m *diagnose.ChainMap, wide bool) (headers []string, rows [][]st
 		owner, fe := vs.ServicePort, vs.Frontend
 		if owner == "" {
 			owner, fe = "-", ipvsWhat(vs.Kind)
+			if vs.Unowned != "" && vs.Unowned != diagnose.UnownedProbe {
+				fe = vs.Unowned // stale, loopbackNodePort
+			}
 		}
 		if vs.AddrInferred && wide {
 			fe += " (inferred)" // an address not known to be the node's
