@@ -597,3 +597,28 @@ func TestIPVSStaleDeletedService(t *testing.T) {
 		}
 	}
 }
+
+// The IPVS parts of map, stale, counts and diff on small-v1.37's table:
+// each joins the table with the objects again (diagnose.IPVS).
+func BenchmarkIPVSReports(b *testing.B) {
+	l, err := loadRequest(Request{Files: InputFiles{Dumps: []string{smallIPVS + "ipvsadm-Ln.txt", smallIPVS + "iptables-save-nft-ipv4.txt"}, Objects: []string{smallFixture + "objects.json"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		run  func()
+	}{
+		{"map", func() { diagnose.MapChains(l.Node) }},
+		{"stale", func() { diagnose.Stale(l.Node, diagnose.StaleOptions{}) }},
+		{"counts", func() { diagnose.Counts(l.Node) }},
+		{"diff", func() { diagnose.Diff(diagnose.DiffSides{A: l.Node, B: l.Node}) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.run()
+			}
+		})
+	}
+}
