@@ -55,8 +55,11 @@ type ipvsFrontendVS struct {
 // the endpoint entries they make, and the names of those no Service port
 // has (but kube-proxy's probe); nil without an IPVS table.
 func ipvsOwned(n *Node, objs *correlate.Objects) (ipvsSide, map[spKey]map[string]DiffEntry, []string) {
-	if !n.Ruleset.HasIPVS() || objs == nil {
+	if !n.Ruleset.HasIPVS() {
 		return nil, nil, nil
+	}
+	if objs == nil {
+		return ipvsByAddress(n), nil, nil
 	}
 	nv := objs.NodeView(n.Name)
 	var ips []netip.Addr
@@ -244,9 +247,16 @@ func (d *NodeDiff) compareIPVS(in DiffSides, objs *correlate.Objects, o *ownedSi
 		}
 	}
 	if objs == nil {
-		d.Notes = append(d.Notes, "no Services and EndpointSlices: the IPVS virtual servers cannot be told apart by Service; pass --from-objects")
+		d.Notes = append(d.Notes, "no Services and EndpointSlices: the IPVS virtual servers are compared by address, not by Service (a NodePort's address is each node's own); pass --from-objects")
 	}
 	if c.bothIPVS {
+		for i := range 2 { // a Service port of the virtual servers alone is compared too
+			for k := range c.sides[i] {
+				if o.entries[i][k] == nil {
+					o.entries[i][k] = map[string]DiffEntry{}
+				}
+			}
+		}
 		return c
 	}
 	d.Notes = append(d.Notes, fmt.Sprintf("A is in %s mode, B in %s mode: compared by the endpoints each sends each Service port's connections to (an IPVS node's real servers, an iptables or nftables node's endpoint chains), not by their rules", d.A.Mode, d.B.Mode))
@@ -292,4 +302,35 @@ func ipvsHasFamily(n *Node, fam kubeproxy.Family) bool {
 // differ: some virtual server no Service port has is on one side only.
 func (u *UnownedDiff) differ() bool {
 	return u != nil && len(u.OnlyA)+len(u.OnlyB) > 0
+}
+
+// noObjects is where the virtual servers go when neither side has the
+// Services: compared by address alone.
+const noObjects = "(no Service objects)"
+
+// ipvsByAddress is n's virtual servers by address, per family, without the
+// Services to tell whose each is (a NodePort's address is each node's own:
+// on two nodes they differ).
+func ipvsByAddress(n *Node) ipvsSide {
+	side := ipvsSide{}
+	for i := range n.Ruleset.IPVS.Table.Services {
+		s := &n.Ruleset.IPVS.Table.Services[i]
+		fam, name := kubeproxy.IPv4, fmt.Sprintf("FWM %d", s.FWMark)
+		if s.Addr.IsValid() {
+			name = string(s.Protocol) + " " + netip.AddrPortFrom(s.Addr.Addr().Unmap(), s.Addr.Port()).String()
+			if s.Addr.Addr().Unmap().Is6() {
+				fam = kubeproxy.IPv6
+			}
+		}
+		k := spKey{noObjects, string(fam)}
+		if side[k] == nil {
+			side[k] = map[string]*ipvsFrontendVS{}
+		}
+		f := &ipvsFrontendVS{frontend: "virtual server", name: name, reals: map[string]int32{}}
+		for _, r := range s.RealServers {
+			f.reals[netip.AddrPortFrom(r.Addr.Addr().Unmap(), r.Addr.Port()).String()] = r.Weight
+		}
+		side[k]["virtual server "+name] = f
+	}
+	return side
 }

@@ -370,10 +370,20 @@ func TestIPVSDiff(t *testing.T) {
 			"+ IPVS virtual server without a Service port TCP 10.96.77.7:80 rr\n",
 			"+ IPVS virtual server without a Service port TCP 10.96.99.9:80 rr\n",
 			"the virtual servers without a Service port differ, 22 Service ports alike"}},
+		// Without the objects: by address (B's NodePorts are on its own).
+		{"no objects", "", smallIPVS + "ipvsadm-Ln.txt", b, ExitProblems, []string{
+			"@@ (no Service objects)  IPv4\n", "! virtual server TCP 10.0.0.11:30080: only B has this virtual server (sends to 2\n",
+			"! virtual server TCP 10.96.10.1:80: A sends to 3 real servers, B to 2: B lacks\n    10.244.1.11:8080\n",
+			"compared by\naddress, not by Service"}},
+		{"no objects, alike", "", smallIPVS + "ipvsadm-Ln.txt", smallIPVS + "proc-net-ip_vs.txt", ExitHealthy, []string{"no difference: 2 Service ports alike"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, err := runCmd(t, nil, "diff", tc.a, tc.b, "--from-objects", objs)
+			args := []string{"diff", tc.a, tc.b, "--from-objects", objs}
+			if strings.HasPrefix(tc.name, "no objects") {
+				args = args[:3]
+			}
+			out, errOut, err := runCmd(t, nil, args...)
 			if code := exitOf(t, err, errOut); code != tc.wantExit {
 				t.Errorf("exit status %d, want %d\n%s", code, tc.wantExit, out)
 			}
