@@ -60,7 +60,7 @@ type fastDecoder struct {
 }
 
 // str reads a string value as jsonScanner.str does, a plain one copied
-// into the text blocks (one allocation per 16 KB to 8 MB of names and
+// into the text blocks (one allocation per 16 KB to 4 MB of names and
 // addresses instead of one per string).
 func (d *fastDecoder) str() string {
 	s := &d.s
