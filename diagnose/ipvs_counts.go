@@ -60,6 +60,9 @@ func (rep *RuleCounts) countIPVS(n *Node) bool {
 	ir := IPVS(n)
 	c := &IPVSCountsReport{VirtualServers: ir.Counts.VirtualServers, RealServers: ir.Counts.RealServers, Incomplete: ir.ex.Facts.Incomplete}
 	rep.IPVS = c
+	if c.Incomplete {
+		rep.NotChecked = append(rep.NotChecked, ipvsPartialGap("the virtual servers against the Service ports' frontends"))
+	}
 	for _, p := range ir.ex.Ports {
 		for _, fe := range p.Frontends {
 			c.Expected++

@@ -38,6 +38,9 @@ func (rep *StaleReport) staleIPVS(n *Node) bool {
 	}
 	rep.IPVSRead = true
 	ir := IPVS(n)
+	if ir.ex.Facts.Incomplete {
+		rep.NotChecked = append(rep.NotChecked, ipvsPartialGap("the virtual servers no current Service port has, past what was read"))
+	}
 	byName := map[string]IPVSUnowned{}
 	for _, u := range ir.Unowned {
 		byName[u.VirtualServer] = u
@@ -141,4 +144,9 @@ func whatAddressIs(n *Node, ex *correlate.IPVSExplanation, vs *correlate.IPVSVir
 		}
 	}
 	return ""
+}
+
+// ipvsPartialGap says that check was made on part of the IPVS table only.
+func ipvsPartialGap(check string) Gap {
+	return Gap{Check: check, Reason: "the IPVS table was read only in part (a cap, or a cut paste)", Remedy: "the whole cat /proc/net/ip_vs"}
 }

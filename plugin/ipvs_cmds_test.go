@@ -632,3 +632,26 @@ func BenchmarkIPVSReports(b *testing.B) {
 		})
 	}
 }
+
+// A table read only in part (a cap): stale and counts say what they could
+// not check.
+func TestIPVSPartialTable(t *testing.T) {
+	l, err := loadRequest(Request{Files: InputFiles{Dumps: []string{smallIPVS + "proc-net-ip_vs.txt"}, Objects: []string{smallFixture + "objects.json"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, partial := range []bool{false, true} {
+		l.Node.Ruleset.IPVS.Table.Truncated.Incomplete = partial
+		st := diagnose.Stale(l.Node, diagnose.StaleOptions{})
+		ct := diagnose.Counts(l.Node)
+		gap := func(gaps []diagnose.Gap) bool {
+			return slices.ContainsFunc(gaps, func(g diagnose.Gap) bool { return strings.Contains(g.Reason, "IPVS table was read only in part") })
+		}
+		if gap(st.NotChecked) != partial || gap(ct.NotChecked) != partial || ct.IPVS.Incomplete != partial {
+			t.Errorf("partial %v: stale gaps %+v, counts gaps %+v", partial, st.NotChecked, ct.NotChecked)
+		}
+		if partial && st.Status != diagnose.StatusIncomplete {
+			t.Errorf("stale status %s", st.Status)
+		}
+	}
+}
