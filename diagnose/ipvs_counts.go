@@ -97,7 +97,8 @@ func (rep *RuleCounts) countIPVS(n *Node) bool {
 		return false
 	}
 	c.Reason = ipvsCountsReason(c, rep.Failures, rep.Mode)
-	return c.Missing > 0 || c.Stale > 0
+	// those past a cap look missing: not a problem then (as triage)
+	return c.Missing > 0 && !c.Incomplete || c.Stale > 0
 }
 
 // ipvsCountsReason says why the virtual servers are not what the Service

@@ -48,7 +48,7 @@ func (a *sweepAdd) countsIPVS(r *RuleCounts) {
 	if c == nil || !c.Compared {
 		return
 	}
-	if c.Missing > 0 {
+	if c.Missing > 0 && !c.Incomplete {
 		a.cause(SeverityError, "IPVS: frontends of Service ports without a virtual server")
 	}
 	if c.Stale > 0 {

@@ -654,4 +654,15 @@ func TestIPVSPartialTable(t *testing.T) {
 			t.Errorf("stale status %s", st.Status)
 		}
 	}
+	// A frontend's virtual server past the cap is not called missing.
+	l, err = loadRequest(Request{Files: InputFiles{Dumps: []string{ipvsListing(t, func(s string) string { return withoutVirtualServer(s, "TCP  10.96.10.6:80 rr") })}, Objects: []string{smallFixture + "objects.json"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, partial := range []bool{false, true} {
+		l.Node.Ruleset.IPVS.Table.Truncated.Incomplete = partial
+		if ct := diagnose.Counts(l.Node); ct.IPVS.Missing != 1 || (ct.Status == diagnose.StatusProblems) == partial {
+			t.Errorf("partial %v: missing %d, status %s", partial, ct.IPVS.Missing, ct.Status)
+		}
+	}
 }
