@@ -165,7 +165,7 @@ func judgeIPVSPort(n *Node, ex *correlate.IPVSExplanation, p correlate.IPVSPort)
 		}
 		vs := &ex.Facts.VirtualServers[fe.VirtualServer]
 		fr.VirtualServer, fr.RealServers = virtualServerName(vs), vs.RealServers
-		for _, is := range judgeVirtualServer(n, p, fe, vs) {
+		for _, is := range judgeVirtualServer(n, p, fe, vs, ex.Facts.Incomplete) {
 			note(is, name)
 		}
 		r.Frontends = append(r.Frontends, fr)
@@ -188,7 +188,7 @@ func joinFrontends(fes []string) string {
 
 // judgeVirtualServer judges one frontend's virtual server: its settings,
 // then its real servers against the endpoints kube-proxy uses there.
-func judgeVirtualServer(n *Node, p correlate.IPVSPort, fe correlate.IPVSFrontend, vs *correlate.IPVSVirtualServer) []ipvsIssue {
+func judgeVirtualServer(n *Node, p correlate.IPVSPort, fe correlate.IPVSFrontend, vs *correlate.IPVSVirtualServer, incomplete bool) []ipvsIssue {
 	var out []ipvsIssue
 	if vs.Scheduler != "" { // the --stats and --rate forms show neither
 		if n.Config != nil && vs.Scheduler != n.Config.IPVSScheduler {
@@ -205,7 +205,9 @@ func judgeVirtualServer(n *Node, p correlate.IPVSPort, fe correlate.IPVSFrontend
 	}
 	var missing, extra, unexpected, terminating, weight0, drainingKnown, drainingUnknown, gone, oddWeight, oddForward []string
 	for _, ap := range fe.Missing {
-		missing = append(missing, ap.String())
+		if !incomplete { // a cut table may have lost them: a gap says so
+			missing = append(missing, ap.String())
+		}
 	}
 	for _, rs := range vs.RealServers {
 		ep := rs.Addr.String()
@@ -350,7 +352,7 @@ func unownedVirtualServers(n *Node, ex *correlate.IPVSExplanation) []IPVSUnowned
 func ipvsReportGaps(n *Node, ex *correlate.IPVSExplanation) []Gap {
 	var out []Gap
 	if ex.Facts.Incomplete {
-		out = append(out, Gap{Check: "virtual servers missing from the table, and those past the cap", Reason: "the IPVS table was read only in part (a cap, or a cut paste)", Remedy: "the whole cat /proc/net/ip_vs"})
+		out = append(out, Gap{Check: "virtual servers and real servers missing from the table", Reason: "the IPVS table was read only in part (a cap, or a cut paste)", Remedy: "the whole cat /proc/net/ip_vs"})
 	}
 	if n.Config == nil {
 		out = append(out, Gap{Check: "each virtual server's scheduler against kube-proxy's ipvs.scheduler", Reason: "kube-proxy's configuration was not given", Remedy: "--from-config"})

@@ -297,3 +297,26 @@ func TestIPVSNotBoundFromFIBTrie(t *testing.T) {
 		t.Errorf("status %s, not checked %+v", rep.Status, rep.NotChecked)
 	}
 }
+
+// A table cut in the middle of a line (a paste) is judged for what it
+// holds: what the cut lost is not called missing, and the report says
+// what it could not check.
+func TestIPVSCutPaste(t *testing.T) {
+	cut := func(s string) string {
+		i := strings.Index(s, "TCP  10.96.10.6:80")
+		return s[:i+len("TCP  10.96.1")]
+	}
+	rep := diagnose.Triage(ipvsNode(t, "small-v1.37", "ipvsadm-Ln.txt", cut, nil))
+	for _, f := range rep.Findings {
+		if f.Severity == diagnose.SeverityError {
+			t.Errorf("error on a cut table: %s", f.Message)
+		}
+	}
+	found := false
+	for _, g := range rep.NotChecked {
+		found = found || strings.Contains(g.Check, "missing from the table")
+	}
+	if !found || rep.Status != diagnose.StatusIncomplete {
+		t.Errorf("status %s, not checked %+v", rep.Status, rep.NotChecked)
+	}
+}

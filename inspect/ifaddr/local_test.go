@@ -218,6 +218,9 @@ func TestIsLocalLineFixtures(t *testing.T) {
 		t.Fatalf("fixtures: %v %v", files, ip)
 	}
 	for _, file := range append(files, ip...) {
+		if base := filepath.Base(file); strings.HasPrefix(base, "proc-net-fib_trie") || strings.HasPrefix(base, "proc-net-if_inet6") {
+			continue // the forms themselves, as the generator saved them
+		}
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -69,6 +69,7 @@ func (out *Table) joinHeader(t *Table) {
 	tr.RealServersLeftOut += o.RealServersLeftOut
 	tr.LongLines += o.LongLines
 	tr.Unread = tr.Unread || o.Unread
+	tr.CutLine = tr.CutLine || o.CutLine
 	tr.BytesRead += o.BytesRead
 	out.Warnings = append(out.Warnings, t.Warnings...)
 }

@@ -17,6 +17,9 @@ type lineReader struct {
 	no    int64 // number of the last line returned
 	err   error // the read error that ended the input, nil at EOF
 	long  bool  // inside a line longer than the buffer
+	// unterminated: the last line returned had no line end (the input
+	// stops in it: a cut paste, or a file without a final newline)
+	unterminated bool
 }
 
 func newLineReader(r io.Reader, lim Limits, trunc *Truncation) *lineReader {
@@ -67,6 +70,7 @@ func (lr *lineReader) next() (line []byte, ok bool) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return lr.stop(err)
 		}
+		lr.unterminated = b[len(b)-1] != '\n'
 		return bytes.TrimRight(b, "\r\n"), true
 	}
 }

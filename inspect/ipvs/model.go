@@ -112,5 +112,7 @@ type Truncation struct {
 	RealServersLeftOut int64 // real server lines over MaxRealServers, or of a service left out
 	LongLines          int64 // lines over MaxLineBytes, skipped
 	Unread             bool  // reading stopped at MaxBytes
-	BytesRead          int64
+	// CutLine: the input ends inside a line not understood (a cut paste)
+	CutLine   bool
+	BytesRead int64
 }

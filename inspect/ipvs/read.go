@@ -24,7 +24,12 @@ func Read(r io.Reader, lim Limits) (*Table, error) {
 		if !ok {
 			break
 		}
+		p.lastBad = false
 		p.line(lr.no, line)
+	}
+	if lr.unterminated && p.lastBad {
+		// a line cut short: what followed it in the table is not here
+		t.Truncated.Incomplete, t.Truncated.CutLine = true, true
 	}
 	t.Format = p.forms.format()
 	t.Warnings = append(p.w.Done(), p.notes()...)
@@ -59,6 +64,7 @@ type parser struct {
 	names      int64          // lines with host or port names
 	guessed    bool           // counters read without a header saying which
 	f          []string       // the fields of the current line
+	lastBad    bool           // the last line was not understood
 }
 
 // appendFields splits s at runs of spaces and tabs, into dst.
@@ -109,6 +115,7 @@ func (p *parser) line(no int64, raw []byte) {
 	}
 
 	if why != "" {
+		p.lastBad = true
 		p.w.Line(no, line, why)
 	}
 }
@@ -203,6 +210,9 @@ func (p *parser) notes() []string {
 	}
 	if tr.Unread {
 		out = append(out, fmt.Sprintf("INCOMPLETE: reading stopped after %d bytes (the cap); the rest was not read", tr.BytesRead))
+	}
+	if tr.CutLine {
+		out = append(out, "INCOMPLETE: the input ends in the middle of a line (a cut paste?): what followed it in the table is not here")
 	}
 	return out
 }

@@ -212,3 +212,30 @@ func TestReadPasted(t *testing.T) {
 		})
 	}
 }
+
+// A paste cut in the middle of a line is incomplete: the virtual servers
+// after the cut are not there, and must not be judged missing. A whole
+// line without its final newline is not.
+func TestReadCutLine(t *testing.T) {
+	const head = "IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\nTCP  10.96.0.1:443 rr\n  -> 10.0.0.2:6443                Masq    1      0          0\n"
+	for _, tc := range []struct {
+		name, text string
+		cut        bool
+	}{
+		{"whole", head, false},
+		{"no final newline", strings.TrimSuffix(head, "\n"), false},
+		{"cut in a real server", head + "TCP  10.96.0.10:53 rr\n  -> 10.244.0.2:5", true},
+		{"cut in a service", head + "TCP  10.96.0.1", true},
+	} {
+		tab, err := Read(strings.NewReader(tc.text), DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tab.Truncated.CutLine != tc.cut || tab.Truncated.Incomplete != tc.cut {
+			t.Errorf("%s: truncation %+v, want cut %v", tc.name, tab.Truncated, tc.cut)
+		}
+		if tc.cut && !strings.Contains(strings.Join(tab.Warnings, "\n"), "middle of a line") {
+			t.Errorf("%s: warnings %q", tc.name, tab.Warnings)
+		}
+	}
+}
