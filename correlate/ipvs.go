@@ -122,13 +122,14 @@ func FindIPVS(in IPVSInput) *IPVSFacts {
 	for i := range in.Table.Services {
 		vs := ix.joinIPVS(&in.Table.Services[i])
 		vs.Index = i
-		f.Counts.add(&vs)
+		f.Counts.Add(&vs)
 		f.VirtualServers = append(f.VirtualServers, vs)
 	}
 	return f
 }
 
-func (c *IPVSCounts) add(vs *IPVSVirtualServer) {
+// Add counts vs into c (a caller counts the virtual servers it selected).
+func (c *IPVSCounts) Add(vs *IPVSVirtualServer) {
 	c.VirtualServers++
 	c.RealServers += len(vs.RealServers)
 	switch vs.Kind {

@@ -58,7 +58,7 @@ func (m *ChainMap) mapIPVS(n *Node) {
 	})
 	counts := correlate.IPVSCounts{}
 	for i := range vss {
-		countVirtualServer(&counts, &vss[i].IPVSVirtualServer)
+		counts.Add(&vss[i].IPVSVirtualServer)
 	}
 	m.VirtualServers, m.Summary.IPVS = vss, &counts
 	m.Summary.IPVSIncomplete = rep.ex.Facts.Incomplete
@@ -78,26 +78,4 @@ func mapVSRank(vs *MapVirtualServer) int {
 		return 1
 	}
 	return 2
-}
-
-// countVirtualServer counts vs as correlate counts a whole table (its
-// counts are of the table, the map's of what was selected).
-func countVirtualServer(c *correlate.IPVSCounts, vs *correlate.IPVSVirtualServer) {
-	c.VirtualServers++
-	c.RealServers += len(vs.RealServers)
-	switch vs.Kind {
-	case correlate.VirtualServiceUnattributed:
-		c.Unattributed++
-		return
-	case correlate.VirtualServiceProbe:
-		c.Probes++
-	}
-	c.Attributed++
-	for _, rs := range vs.RealServers {
-		if rs.Endpoint {
-			c.Endpoints++
-		} else {
-			c.NotEndpoints++
-		}
-	}
 }
