@@ -23,7 +23,7 @@ import (
 // The IPVS fixtures: the state kube-proxy v1.37.2's real IPVS proxier left
 // (hack/fixturegen -tags kpipvs), each table in three forms.
 var (
-	ipvsScenarios = []string{"small-v1.37", "topology-v1.37", "nft-churn-v1.37", "ipvs-drain-v1.37", "ipvs-loopback-v1.37"}
+	ipvsScenarios = []string{"small-v1.37", "topology-v1.37", "nft-churn-v1.37", "masq-bit15-v1.37", "ipvs-drain-v1.37", "ipvs-loopback-v1.37"}
 	ipvsTables    = []string{"proc-net-ip_vs.txt", "ipvsadm-Ln.txt", "ipvsadm-Sn.txt"}
 )
 
@@ -74,9 +74,12 @@ func ipvsNodeWith(t *testing.T, sc, table string, edit func(string) string, edit
 			rs.Merge(fixture.Parse(t, s, f))
 		}
 	}
-	cm, ok := fixture.Text(t, fixture.Dir("small-v1.37"), "kube-proxy-configmap-iptables.yaml")
+	// the scenario's own ConfigMap (its masqueradeBit), else small's, in IPVS mode
+	cm, ok := fixture.Text(t, dir, "kube-proxy-configmap-iptables.yaml")
 	if !ok {
-		t.Fatal("no configmap")
+		if cm, ok = fixture.Text(t, fixture.Dir("small-v1.37"), "kube-proxy-configmap-iptables.yaml"); !ok {
+			t.Fatal("no configmap")
+		}
 	}
 	cfg, err := kpconfig.Parse(strings.NewReader(strings.Replace(cm, "mode: iptables", "mode: ipvs", 1)), "configmap")
 	if err != nil {
@@ -318,5 +321,24 @@ func TestIPVSCutPaste(t *testing.T) {
 	}
 	if !found || rep.Status != diagnose.StatusIncomplete {
 		t.Errorf("status %s, not checked %+v", rep.Status, rep.NotChecked)
+	}
+}
+
+// outage-v1.37: every pod of shop/checkout fails its readiness probe and
+// kube-proxy syncs; its virtual server keeps no real server, as it
+// should. The warning is the pods', and the only one.
+func TestIPVSOutage(t *testing.T) {
+	for _, table := range ipvsTables {
+		rep := diagnose.Triage(ipvsNode(t, "outage-v1.37", table, nil, nil))
+		var bad []diagnose.Finding
+		for _, f := range rep.Findings {
+			if f.Severity != diagnose.SeverityInfo {
+				bad = append(bad, f)
+			}
+		}
+		if len(bad) != 1 || bad[0].Kind != diagnose.ProblemNoneReady || !strings.Contains(bad[0].Subject, "shop/checkout") ||
+			!strings.Contains(bad[0].Message, "none of its 3 endpoints is ready") {
+			t.Errorf("%s: findings %+v; want the one unready Service", table, rep.Findings)
+		}
 	}
 }

@@ -24,7 +24,7 @@ OUT=${1:-$ROOT/testdata/fixtures}
 shift || true
 # hack/fixturegen/ipvs_scenarios.go ipvsScenarios
 SCENARIOS=("$@")
-[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(small-v1.37 topology-v1.37 nft-churn-v1.37 ipvs-drain-v1.37 ipvs-loopback-v1.37)
+[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(small-v1.37 topology-v1.37 nft-churn-v1.37 masq-bit15-v1.37 outage-v1.37 ipvs-drain-v1.37 ipvs-loopback-v1.37)
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "gen-fixtures-ipvs: must run as root (it creates a network namespace)" >&2

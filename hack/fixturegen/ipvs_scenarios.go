@@ -42,6 +42,10 @@ var ipvsScenarios = map[string]*ipvsScenario{
 	"small-v1.37":     {},
 	"topology-v1.37":  {},
 	"nft-churn-v1.37": {},
+	// masqueradeBit 15: IPVS mode marks with the iptables bit
+	"masq-bit15-v1.37": {},
+	// every pod of shop/checkout unready: its virtual server keeps no real server
+	"outage-v1.37": {},
 	"ipvs-drain-v1.37": {own: true, conns: []rsConns{
 		// a client's open TCP connection to the pod that goes away
 		{proto: "TCP", vip: drainVIP, vport: 53, rip: drainGone, rport: 5353, active: 1},
