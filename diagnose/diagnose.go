@@ -59,6 +59,9 @@ type Node struct {
 	KubeProxyVersion string
 
 	res *correlate.Result
+	// ipvs is the IPVS report, built once per Node (ipvs.go): triage,
+	// map, stale and counts each read it.
+	ipvs *IPVSReport
 }
 
 // Severity orders findings: errors first.

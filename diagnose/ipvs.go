@@ -97,7 +97,15 @@ const (
 )
 
 // IPVS judges the node's IPVS table; Read is false when none was read.
+// It is built once per Node and shared: callers only read it.
 func IPVS(n *Node) *IPVSReport {
+	if n.ipvs == nil {
+		n.ipvs = buildIPVS(n)
+	}
+	return n.ipvs
+}
+
+func buildIPVS(n *Node) *IPVSReport {
 	rep := &IPVSReport{APIVersion: APIVersion, Kind: "IPVS", Node: n.Name, Ports: []IPVSPortReport{}, Unowned: []IPVSUnowned{}, NotChecked: []Gap{}}
 	if !n.Ruleset.HasIPVS() {
 		rep.NotChecked = append(rep.NotChecked, ipvsNotRead())

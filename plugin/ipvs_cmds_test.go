@@ -636,11 +636,12 @@ func BenchmarkIPVSReports(b *testing.B) {
 // A table read only in part (a cap): stale and counts say what they could
 // not check.
 func TestIPVSPartialTable(t *testing.T) {
-	l, err := loadRequest(Request{Files: InputFiles{Dumps: []string{smallIPVS + "proc-net-ip_vs.txt"}, Objects: []string{smallFixture + "objects.json"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, partial := range []bool{false, true} {
+		// a Node per diagnosis: its reports are built once from its inputs
+		l, err := loadRequest(Request{Files: InputFiles{Dumps: []string{smallIPVS + "proc-net-ip_vs.txt"}, Objects: []string{smallFixture + "objects.json"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		l.Node.Ruleset.IPVS.Table.Truncated.Incomplete = partial
 		st := diagnose.Stale(l.Node, diagnose.StaleOptions{})
 		ct := diagnose.Counts(l.Node)
@@ -655,11 +656,12 @@ func TestIPVSPartialTable(t *testing.T) {
 		}
 	}
 	// A frontend's virtual server past the cap is not called missing.
-	l, err = loadRequest(Request{Files: InputFiles{Dumps: []string{ipvsListing(t, func(s string) string { return withoutVirtualServer(s, "TCP  10.96.10.6:80 rr") })}, Objects: []string{smallFixture + "objects.json"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	listing := ipvsListing(t, func(s string) string { return withoutVirtualServer(s, "TCP  10.96.10.6:80 rr") })
 	for _, partial := range []bool{false, true} {
+		l, err := loadRequest(Request{Files: InputFiles{Dumps: []string{listing}, Objects: []string{smallFixture + "objects.json"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		l.Node.Ruleset.IPVS.Table.Truncated.Incomplete = partial
 		if ct := diagnose.Counts(l.Node); ct.IPVS.Missing != 1 || (ct.Status == diagnose.StatusProblems) == partial {
 			t.Errorf("partial %v: missing %d, status %s", partial, ct.IPVS.Missing, ct.Status)
