@@ -19,29 +19,27 @@ import (
 // part by part, instead of encoding the whole report, indenting it into a
 // second buffer and copying that (40 MB for map on 5,000 Services). The
 // bytes are exactly those of json.MarshalIndent(report, "", "  ") (and of
-// sigs.k8s.io/yaml.JSONToYAML of that): the structs and slices near the
-// top are walked here, and every part below is encoded by encoding/json
-// itself (json.Encoder with the indentation of its depth), which indents
-// a value the same wherever it stands.
-
-// streamDepth is how deep structs and slices are walked; below it each
-// value is encoded whole (map's chains, one per call).
-const streamDepth = 3
+// sigs.k8s.io/yaml.JSONToYAML of that): the top-level object is walked
+// here, its values are written indented as they are walked by encoders
+// built per type (machine_direct.go), and what those do not write plainly
+// is encoded by encoding/json itself (json.Encoder with the indentation of
+// its depth), which indents a value the same wherever it stands.
 
 // jsonStream writes one report.
 type jsonStream struct {
 	w *bufio.Writer
 	// encs[d] encodes a whole value standing at depth d.
-	encs []*json.Encoder
-	keys map[string][]byte // quoted member names
+	encs    []*json.Encoder
+	keys    map[string][]byte // quoted member names
+	scratch directScratch
 }
 
 func newJSONStream(w *bufio.Writer) *jsonStream {
 	return &jsonStream{w: w, keys: map[string][]byte{}}
 }
 
-// whole writes v encoded by encoding/json, indented for depth.
-func (s *jsonStream) whole(v reflect.Value, depth int) error {
+// stdValue writes v encoded by encoding/json, indented for depth.
+func (s *jsonStream) stdValue(v reflect.Value, depth int) error {
 	for len(s.encs) <= depth {
 		d := len(s.encs)
 		enc := json.NewEncoder(dropNewline{s.w})
@@ -72,6 +70,10 @@ func (d dropNewline) Write(p []byte) (int, error) {
 }
 
 func (s *jsonStream) newline(depth int) {
+	if 1+2*depth <= len(spaces) {
+		s.w.WriteString(spaces[:1+2*depth])
+		return
+	}
 	s.w.WriteByte('\n')
 	for i := 0; i < depth; i++ {
 		s.w.WriteString("  ")
@@ -93,47 +95,10 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
-// value writes v at depth.
+// value writes v at depth: every value below the top-level object is
+// written by the direct encoders (machine_direct.go).
 func (s *jsonStream) value(v reflect.Value, depth int) error {
-	if depth >= streamDepth || !v.IsValid() {
-		return s.whole(v, depth)
-	}
-	t := v.Type()
-	if t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
-		reflect.PointerTo(t).Implements(marshalerType) || reflect.PointerTo(t).Implements(textMarshalerType) {
-		return s.whole(v, depth)
-	}
-	switch v.Kind() {
-	case reflect.Interface, reflect.Pointer:
-		if v.IsNil() {
-			return s.whole(v, depth)
-		}
-		return s.value(v.Elem(), depth)
-	case reflect.Struct:
-		fields, ok := simpleFields(t)
-		if !ok {
-			return s.whole(v, depth)
-		}
-		return s.object(members(v, fields), nil, depth)
-	case reflect.Slice:
-		if v.IsNil() || v.Len() == 0 || t.Elem().Kind() == reflect.Uint8 {
-			return s.whole(v, depth)
-		}
-		s.w.WriteByte('[')
-		for i := 0; i < v.Len(); i++ {
-			if i > 0 {
-				s.w.WriteByte(',')
-			}
-			s.newline(depth + 1)
-			if err := s.value(v.Index(i), depth+1); err != nil {
-				return err
-			}
-		}
-		s.newline(depth)
-		s.w.WriteByte(']')
-		return nil
-	}
-	return s.whole(v, depth)
+	return s.direct(v, depth)
 }
 
 // member is one member of an object: its name and value.
