@@ -144,30 +144,59 @@ func Attribute(rs *inspect.Ruleset, objs *Objects) *Result {
 	return res
 }
 
-// sortChains orders chains by mode, family, table and name. It sorts an
-// index, then applies the permutation in place, so each (large) entry moves
-// once and nothing is copied wholesale.
+// sortChains orders chains by mode, family, table and name. It sorts
+// small keys (the table's rank among the tables, the name and the index),
+// then applies the permutation in place, so each (large) entry moves once
+// and nothing is copied wholesale: comparing through the entries cost
+// map -o json 5% of its CPU on 105k chains.
 func sortChains(chains []ChainOwner) {
-	order := make([]int32, len(chains))
-	for i := range order {
-		order[i] = int32(i)
+	type key struct {
+		chain string
+		table int32 // rank of (mode, family, table)
+		i     int32
 	}
-	slices.SortFunc(order, func(i, j int32) int {
-		a, b := &chains[i], &chains[j]
-		if c := cmp.Compare(a.Mode, b.Mode); c != 0 {
+	keys := make([]key, len(chains))
+	var refs []*TableRef // one of each (mode, family, table)
+	var last *TableRef
+	at := int32(-1)
+	for i := range chains {
+		if r := chains[i].TableRef; r != last {
+			last, at = r, -1
+			for k, o := range refs {
+				if o.Mode == r.Mode && o.Family == r.Family && o.Table == r.Table {
+					at = int32(k)
+					break
+				}
+			}
+			if at < 0 {
+				at = int32(len(refs))
+				refs = append(refs, r)
+			}
+		}
+		keys[i] = key{chains[i].Chain, at, int32(i)}
+	}
+	rank := tableRanks(refs)
+	for i := range keys {
+		keys[i].table = rank[keys[i].table]
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.table, b.table); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Family, b.Family); c != 0 {
+		if c := strings.Compare(a.chain, b.chain); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Table, b.Table); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Chain, b.Chain); c != 0 {
-			return c
-		}
-		return cmp.Compare(i, j)
+		return cmp.Compare(a.i, b.i)
 	})
+	order := make([]int32, len(chains))
+	for k := range keys {
+		order[k] = keys[k].i
+	}
+	applyOrder(chains, order)
+}
+
+// applyOrder moves chains[order[k]] to k, for every k (order is spent).
+func applyOrder(chains []ChainOwner, order []int32) {
 	// order[k] is the index of the entry that belongs at k: follow cycles.
 	for start := range order {
 		if order[start] < 0 || int(order[start]) == start {
@@ -186,6 +215,29 @@ func sortChains(chains []ChainOwner) {
 			k = next
 		}
 	}
+}
+
+// tableRanks is each table's rank by mode, family and name.
+func tableRanks(refs []*TableRef) []int32 {
+	byKey := make([]int32, len(refs))
+	for i := range byKey {
+		byKey[i] = int32(i)
+	}
+	slices.SortFunc(byKey, func(i, j int32) int {
+		a, b := refs[i], refs[j]
+		if c := cmp.Compare(a.Mode, b.Mode); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Family, b.Family); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Table, b.Table)
+	})
+	rank := make([]int32, len(refs))
+	for r, i := range byKey {
+		rank[i] = int32(r)
+	}
+	return rank
 }
 
 type endpointRef struct {
