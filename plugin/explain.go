@@ -191,7 +191,7 @@ func (o *ExplainOptions) Run() error {
 	if req.live() && !o.list {
 		// Find the Service before reading the node: a typo, a chain name or
 		// -A is answered from the cluster's objects, with no debug pod.
-		objs, err := o.loader.Objects(o.context(), req)
+		objs, err := o.liveObjects(req)
 		if err != nil {
 			return err
 		}
@@ -217,6 +217,21 @@ func (o *ExplainOptions) Run() error {
 		err = o.runRequest(req, o.explainOne)
 	}
 	return err
+}
+
+// liveObjects are the objects a live explain reads before the node: the
+// named Service's own (its Service and EndpointSlices: what explaining it
+// looks at, TestTargetedExplainSameAnswer), else every Service and
+// EndpointSlice, to look a chain, an address or -A up, or to suggest
+// names close to one that is not there.
+func (o *ExplainOptions) liveObjects(req Request) (*correlate.Objects, error) {
+	if req.Service != nil && o.chain == "" && !o.addr.IsValid() && len(req.Files.Objects) == 0 {
+		objs, err := o.loader.ServiceObjects(o.context(), o.namespace, o.name)
+		if objs != nil || err != nil {
+			return objs, err
+		}
+	}
+	return o.loader.Objects(o.context(), req)
 }
 
 // service is the Service explained, once known.

@@ -35,6 +35,8 @@ type Loader struct {
 	// warnings (os.Stderr when nil).
 	In     io.Reader
 	ErrOut io.Writer
+	// Timings, when set, records the phases of each load (--timings).
+	Timings *collect.Timings
 
 	// guard checks once per run, for all the nodes of a sweep, that a
 	// policy guards the debug namespace.
@@ -120,6 +122,7 @@ func (ld *Loader) Load(ctx context.Context, req Request) (*Loaded, error) {
 	// reading them (the interrupted command removes the temporary files).
 	l, err := untilDone(ctx, func() (*Loaded, error) {
 		defer closeBundles()
+		defer ld.Timings.Start(collect.PhaseParse)(0)
 		return set.load()
 	})
 	if err != nil {
@@ -180,7 +183,19 @@ func (ld *Loader) Objects(ctx context.Context, req Request) (*correlate.Objects,
 	if err != nil {
 		return nil, err
 	}
+	defer ld.Timings.Start(collect.PhaseListObjects)(0)
 	return collect.ListObjects(ctx, client)
+}
+
+// ServiceObjects are one Service's objects read from the cluster (only it
+// and its EndpointSlices), or nil when it is not there.
+func (ld *Loader) ServiceObjects(ctx context.Context, namespace, name string) (*correlate.Objects, error) {
+	client, _, err := ld.client()
+	if err != nil {
+		return nil, err
+	}
+	defer ld.Timings.Start(collect.PhaseListObjects)(0)
+	return collect.ListServiceObjects(ctx, client, namespace, name)
 }
 
 // loadObjectsOnly reads the objects and no node, no rules.
@@ -225,7 +240,7 @@ func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collec
 		opts.ServiceNamespace, opts.ServiceName = req.Service.Namespace, req.Service.Name
 	}
 	c := &collect.Collector{Client: client, Runner: &collect.RemoteRunner{Config: cfg, Client: client},
-		Progress: ld.progress(req.Quiet), Dir: dir, Options: opts}
+		Progress: ld.progress(req.Quiet), Dir: dir, Options: opts, Timings: ld.Timings}
 	man, err := c.Collect(ctx)
 	if err != nil {
 		return nil, nil, err

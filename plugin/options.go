@@ -49,7 +49,11 @@ func runAnalysis(o interface {
 		if err := o.Validate(); err != nil {
 			return err
 		}
-		return o.Run()
+		err := o.Run()
+		if t, ok := o.(interface{ writeTimings() }); ok {
+			t.writeTimings()
+		}
+		return err
 	}
 }
 
@@ -105,12 +109,17 @@ type analysisOptions struct {
 	// makes both).
 	base   Request
 	loader *Loader
+	// timings is --timings: each phase's time, on stderr at the end.
+	timings     bool
+	timingsKept *collect.Timings
 }
 
 // addInputFlags registers the input flags; kube selects the cluster.
 func (o *analysisOptions) addInputFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
 	o.kube = kube
 	o.Inputs.AddFlags(cmd)
+	cmd.Flags().BoolVar(&o.timings, "timings", false, "print on stderr, at the end, how long each phase took: the API calls, listing the objects, the debug pod's start and deletion, reading the node, parsing, the analysis and the output")
+	groupFlags(cmd, flagGroupOutput, "timings")
 }
 
 func (o *analysisOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags, wide bool) {
@@ -121,6 +130,9 @@ func (o *analysisOptions) addFlags(cmd *cobra.Command, kube *genericclioptions.C
 
 // Complete takes the command's context and inspects the terminal.
 func (o *analysisOptions) Complete(cmd *cobra.Command, args []string) error {
+	if o.timings {
+		o.timingsKept = collect.NewTimings()
+	}
 	o.ctx = cmd.Context()
 	if o.ctx == nil {
 		o.ctx = context.Background()
@@ -156,8 +168,17 @@ func (o *analysisOptions) prepare() error {
 	if o.base, err = newRequest(&o.Inputs, o.kube); err != nil {
 		return err
 	}
-	o.loader, err = newLoader(&o.Inputs, o.kube, o.In, o.ErrOut)
+	if o.loader, err = newLoader(&o.Inputs, o.kube, o.In, o.ErrOut); err == nil {
+		o.loader.Timings = o.timingsKept
+	}
 	return err
+}
+
+// writeTimings prints --timings on stderr.
+func (o *analysisOptions) writeTimings() {
+	if o.timingsKept != nil && o.ErrOut != nil {
+		o.timingsKept.Write(o.ErrOut)
+	}
 }
 
 // request is the request the flags make, made by Validate: a command
@@ -211,10 +232,13 @@ func (o *analysisOptions) runRequest(req Request, build func(l *Loaded) (built, 
 
 // printReport builds the report of l and prints it.
 func (o *analysisOptions) printReport(l *Loaded, build func(l *Loaded) (built, error)) error {
+	stopAnalyse := o.timingsKept.Start(collect.PhaseAnalyse)
 	b, err := build(l)
+	stopAnalyse(0)
 	if err != nil {
 		return err
 	}
+	defer o.timingsKept.Start(collect.PhaseRender)(0)
 	switch {
 	case o.Out.Machine():
 		err = o.Out.PrintMachine(o.IOStreams.Out, withCollection{b.report, l.Collected})

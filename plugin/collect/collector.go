@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/proxyrules/kubectl-proxyrules/correlate"
+	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // Ways to reach the node.
@@ -88,6 +91,10 @@ type Collector struct {
 	// (nil when Objects were given): the caller reads them without
 	// decoding the bundle's file again.
 	Listed *correlate.Objects
+	// Timings, when set, records how long each phase took (--timings).
+	Timings *Timings
+	// configMode is the mode kube-proxy's ConfigMap sets ("" unread).
+	configMode kubeproxy.Mode
 
 	now func() time.Time // tests pin it
 	// after is time.After, or what a test waits on instead.
@@ -107,6 +114,7 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 			w.discard() // no half bundle that looks whole
 		}
 	}()
+	stopAPI := c.Timings.Start(PhaseAPI)
 	node, err := c.getNode(ctx)
 	if err != nil {
 		return nil, err
@@ -115,79 +123,52 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 		return nil, &ControlPlaneError{Node: c.Node, Why: why}
 	}
 	proxy, err := c.discoverKubeProxy(ctx, w, node)
+	stopAPI(0)
 	if err != nil {
 		return nil, err
-	}
-	objects := c.Objects
-	if objects == nil {
-		if objects, err = c.writeObjects(ctx, w, node, proxy); err != nil {
-			return nil, err
-		}
-		c.Listed = objects
 	}
 	metricsPort := c.MetricsPort
 	if metricsPort == 0 {
 		metricsPort = metricsPortOf(proxy.configMap)
 	}
-	var via string
-	if c.Fleet != nil {
-		via, err = c.Fleet.chooseVia(func() (string, error) { return c.chooseVia(ctx, proxy.template) })
-	} else {
-		via, err = c.chooseVia(ctx, proxy.template)
+	c.configMode = configModeOf(proxy.configMap)
+	// The objects are listed while the way to the node is chosen and the
+	// debug pod starts: both mostly wait, on the API server and the kubelet.
+	podCtx, cancelPod := context.WithCancel(ctx)
+	defer cancelPod()
+	listing := c.startListing(ctx, w, node, proxy, cancelPod)
+	defer listing.stop() // before the bundle is discarded: nothing writes into it after
+	target, pod, err := c.reach(podCtx, w, node, proxy, listing)
+	if pod != nil {
+		defer func() {
+			stop := c.Timings.Start(PhasePodDelete)
+			derr := c.deletePod(pod)
+			stop(0)
+			if derr != nil && err == nil {
+				err = derr
+			}
+		}()
 	}
 	if err != nil {
-		return nil, err
-	}
-	w.man.Via = via
-	var target Target
-	switch via {
-	case ViaKubeProxy:
-		if target, w.man.Image, err = c.kubeProxyTarget(ctx, w, proxy); err != nil {
-			return nil, err
-		}
-	default:
-		if reason := notReady(node); reason != "" {
-			return nil, fmt.Errorf("node %s is not Ready (%s): a debug pod cannot start there. Try --via kube-proxy if its kube-proxy still runs", c.Node, reason)
-		}
-		image, pull, err := c.debugImage(proxy.template)
-		if err != nil {
-			return nil, err
-		}
-		w.man.Image = image
-		var me string
-		ask := func() string {
-			me := c.whoAmI(ctx)
-			c.removeLeftovers(ctx, me)
-			return me
-		}
-		if c.Fleet != nil {
-			me = c.Fleet.whoAmI(ask)
-		} else {
-			me = ask()
-		}
-		pod, err := c.startDebugPod(ctx, image, pull, me)
-		if pod != nil {
-			defer func() {
-				if derr := c.deletePod(pod); derr != nil && err == nil {
-					err = derr
-				}
-			}()
-		}
-		if err != nil {
-			return nil, err
-		}
-		target = Target{Namespace: pod.Namespace, Pod: pod.Name, Container: ContainerName}
+		return nil, listing.precede(err)
 	}
 	w.man.Namespace, w.man.Pod = target.Namespace, target.Pod
 	// The debug pod's deadline stops it, and so its execs; kube-proxy's pod
 	// has none: this bounds the read either way.
 	rctx, cancel := context.WithTimeout(ctx, c.deadline())
 	defer cancel()
-	if err := c.readNode(rctx, w, target, objects, metricsPort); err != nil {
+	if err := c.readNode(rctx, w, target, listing, metricsPort); err != nil {
 		if ctx.Err() == nil && rctx.Err() != nil {
 			return nil, fmt.Errorf("reading node %s through pod %s/%s did not finish within --pod-deadline (%s): %w", c.Node, target.Namespace, target.Pod, c.deadline(), err)
 		}
+		return nil, listing.precede(err)
+	}
+	objects, err := listing.wait()
+	if err != nil {
 		return nil, err
+	}
+	if c.Objects == nil {
+		c.Listed = objects
 	}
 	if err := w.writeManifest(); err != nil {
 		return nil, err
@@ -213,6 +194,9 @@ func (c *Collector) clock() time.Time {
 // bundleWriter writes the files of one bundle and records them, with the
 // warnings, in its manifest.
 type bundleWriter struct {
+	// mu guards the lists below: the objects are written while the node
+	// is read.
+	mu       sync.Mutex
 	dir      string
 	man      Manifest
 	progress *Progress
@@ -246,7 +230,9 @@ func (w *bundleWriter) create(name string) (*os.File, error) {
 	p := filepath.Join(w.dir, name)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if err == nil {
+		w.mu.Lock()
 		w.created = append(w.created, p)
+		w.mu.Unlock()
 	}
 	return f, err
 }
@@ -261,17 +247,51 @@ func (w *bundleWriter) writeManifest() error {
 	return WriteManifest(w.dir, &w.man)
 }
 
-func (w *bundleWriter) add(f BundleFile) { w.man.Files = append(w.man.Files, f) }
+func (w *bundleWriter) add(f BundleFile) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.man.Files = append(w.man.Files, f)
+}
+
+// fileCount is how many files are recorded so far.
+func (w *bundleWriter) fileCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.man.Files)
+}
+
+// files are the files recorded so far.
+func (w *bundleWriter) files() []BundleFile {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.man.Files)
+}
+
+// bytesSince is the size of the rules and node state recorded after the
+// first n files (not the objects, listed meanwhile).
+func (w *bundleWriter) bytesSince(n int) int64 {
+	var sum int64
+	for _, f := range w.files()[n:] {
+		if f.Kind != KindObjects {
+			sum += f.Bytes
+		}
+	}
+	return sum
+}
 
 func (w *bundleWriter) warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	w.mu.Lock()
 	w.man.Warnings = append(w.man.Warnings, msg)
+	w.mu.Unlock()
 	w.progress.Warning(msg)
 }
 
 // forget removes the files written and recorded since the manifest listed
 // files and created created: a read given up for another.
 func (w *bundleWriter) forget(files, created int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, p := range w.created[created:] {
 		os.Remove(p)
 	}
@@ -281,6 +301,8 @@ func (w *bundleWriter) forget(files, created int) {
 // discard removes what a failed collection wrote: its files, and the
 // folder if it made it (os.Remove leaves a folder that holds anything else).
 func (w *bundleWriter) discard() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, p := range w.created {
 		os.Remove(p)
 	}

@@ -197,11 +197,19 @@ func NFTVersion() NodeCommand {
 	return NodeCommand{ID: "nft-version", Program: "nft", Argv: []string{"nft", "--version"}, Kind: KindInfo}
 }
 
-// NFTTables lists the tables (names only): cheap, and tells nftables mode
-// (table ip kube-proxy) and iptables-nft (table ip nat) apart.
-func NFTTables() NodeCommand {
-	return NodeCommand{ID: "nft-tables", Program: "nft", Argv: []string{"nft", "list", "tables"}, Kind: KindInfo}
+// NFTKubeProxyChain lists kube-proxy's nat-postrouting chain in its
+// nftables table of a family: whether that table is there (nftables mode),
+// asked of the one table. `nft list tables` would load every table first:
+// 70 s and more where iptables-nft holds 380k rules, where this takes
+// 0.05 s (and 1.5 s where the kube-proxy table is that big).
+func NFTKubeProxyChain(f kubeproxy.Family) NodeCommand {
+	fam := string(nftFamily(f))
+	return NodeCommand{ID: "nft-" + fam + "-kube-proxy-nat-postrouting", Program: "nft", Family: f, Table: kubeproxy.NFTTable,
+		Chain: nftPostrouting, Argv: []string{"nft", "list", "chain", fam, kubeproxy.NFTTable, nftPostrouting}, Kind: KindInfo}
 }
+
+// nftPostrouting is a base chain of every kube-proxy nftables version.
+const nftPostrouting = "nat-postrouting"
 
 // IPTablesVersion is "iptables -V" of the image's wrapper: it names the
 // backend the wrapper chose for the node, "(nf_tables)" or "(legacy)".

@@ -72,7 +72,7 @@ func TestPlansOnlyAllowed(t *testing.T) {
 	}
 	all = append(all, FirstChains(kubeproxy.IPv4, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP"})...)
 	all = append(all, FirstChains(kubeproxy.IPv6, nil)...)
-	all = append(all, IPTablesVersion(), NFTVersion(), NFTTables(), NFTTable(kubeproxy.IPv4, kubeproxy.NFTTable, true), NFTTable(kubeproxy.IPv6, kubeproxy.NFTTable, false))
+	all = append(all, IPTablesVersion(), NFTVersion(), NFTKubeProxyChain(kubeproxy.IPv4), NFTKubeProxyChain(kubeproxy.IPv6), NFTTable(kubeproxy.IPv4, kubeproxy.NFTTable, true), NFTTable(kubeproxy.IPv6, kubeproxy.NFTTable, false))
 	for i := 0; i < len(all); i++ {
 		c := all[i]
 		all = append(all, c.Fallback...)
@@ -116,7 +116,7 @@ func TestConstructors(t *testing.T) {
 		{NFTTable(kubeproxy.IPv4, kubeproxy.TableNAT, false),
 			fields{"nft-ip-nat", "nft", kubeproxy.IPv4, kubeproxy.BackendUnknown, "nat", "", "nft list table ip nat"}},
 		{NFTVersion(), fields{"nft-version", "nft", "", kubeproxy.BackendUnknown, "", "", "nft --version"}},
-		{NFTTables(), fields{"nft-tables", "nft", "", kubeproxy.BackendUnknown, "", "", "nft list tables"}},
+		{NFTKubeProxyChain(kubeproxy.IPv6), fields{"nft-ip6-kube-proxy-nat-postrouting", "nft", kubeproxy.IPv6, kubeproxy.BackendUnknown, "kube-proxy", "nat-postrouting", "nft list chain ip6 kube-proxy nat-postrouting"}},
 	}
 	for _, tt := range tests {
 		c := tt.cmd

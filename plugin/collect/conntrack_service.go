@@ -11,11 +11,16 @@ import (
 
 // readNode reads the node (read), then, for explain, the Service's
 // conntrack entries.
-func (c *Collector) readNode(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects, metricsPort int) error {
-	if err := c.read(ctx, w, t, objects, metricsPort); err != nil {
+func (c *Collector) readNode(ctx context.Context, w *bundleWriter, t Target, listing *pendingObjects, metricsPort int) error {
+	if err := c.read(ctx, w, t, listing, metricsPort); err != nil {
 		return err
 	}
 	if c.KernelTable && !c.Kernel {
+		objects, err := listing.wait()
+		if err != nil {
+			return err
+		}
+		defer c.Timings.Start(PhaseKernel)(0)
 		return c.readServiceConntrack(ctx, w, t, objects)
 	}
 	return nil

@@ -245,11 +245,27 @@ func metricsPortOf(cm *corev1.ConfigMap) int {
 	return kubeproxy.MetricsPort
 }
 
+// configModeOf is the proxy mode kube-proxy's ConfigMap sets, after
+// kube-proxy's defaulting; "" when there is none or it does not read.
+func configModeOf(cm *corev1.ConfigMap) kubeproxy.Mode {
+	if cm == nil {
+		return ""
+	}
+	cfg, err := KubeProxyConfigOf(cm)
+	if err != nil {
+		return ""
+	}
+	return cfg.Mode
+}
+
 // writeObjects saves the Services, EndpointSlices, the Node, the kube-proxy
 // pod and its ConfigMap as one v1 List (what --from-objects reads), and
 // returns them as the analyses read them.
 func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *corev1.Node, proxy kubeProxy) (*correlate.Objects, error) {
 	c.Progress.Step("reading Services and EndpointSlices")
+	var size int64
+	stop := c.Timings.Start(PhaseListObjects)
+	defer func() { stop(size) }()
 	list := &objectList{List: corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}}
 	add := list.add
 	if err := list.addServicesAndSlices(ctx, c.Client); err != nil {
@@ -288,6 +304,7 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 	if err != nil {
 		return nil, err
 	}
+	size = int64(len(data))
 	objs, err := correlate.ReadObjects(bytes.NewReader(data), "objects.json")
 	if err != nil {
 		return nil, err

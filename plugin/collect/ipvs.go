@@ -183,7 +183,7 @@ func (w *bundleWriter) noteIPVS(p Probe) {
 	}
 	r := &IPVSRead{Why: why}
 	w.man.IPVS = r
-	for _, f := range w.man.Files {
+	for _, f := range w.files() {
 		switch f.Path {
 		case IPVSTableCommand().FileName():
 			if f.Error == "" {

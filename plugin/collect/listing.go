@@ -3,6 +3,9 @@ package collect
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -39,4 +42,33 @@ func ListObjects(ctx context.Context, client kubernetes.Interface) (*correlate.O
 		}
 	}
 	return objs, nil
+}
+
+// ListServiceObjects reads one Service and its EndpointSlices (those
+// labelled kubernetes.io/service-name, the ones kube-proxy reads): what
+// explaining it takes, where every object of a big cluster is megabytes.
+// No Service of that name (or no right to get it, which only listing is
+// granted) is nil, nil: the caller lists everything, for suggestions.
+func ListServiceObjects(ctx context.Context, client kubernetes.Interface, namespace, name string) (*correlate.Objects, error) {
+	svc, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apiError(err, "get", "services", namespace, "explain the Service")
+	}
+	objs := &correlate.Objects{Services: []*corev1.Service{svc}}
+	opts := metav1.ListOptions{Limit: 500, LabelSelector: discoveryv1.LabelServiceName + "=" + name}
+	for {
+		slices, err := client.DiscoveryV1().EndpointSlices(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, apiError(err, "list", "endpointslices.discovery.k8s.io", namespace, "compare the rules with the endpoints")
+		}
+		for i := range slices.Items {
+			objs.EndpointSlices = append(objs.EndpointSlices, &slices.Items[i])
+		}
+		if opts.Continue = slices.Continue; opts.Continue == "" {
+			return objs, nil
+		}
+	}
 }

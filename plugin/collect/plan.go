@@ -28,6 +28,9 @@ type Probe struct {
 	// ipvsWhy: what made the probe take the node for IPVS mode when
 	// kube-proxy did not say (ipvs.go); "" otherwise.
 	ipvsWhy string
+	// fromConfig: ProxyMode is kube-proxy's ConfigMap's, /proxyMode did
+	// not answer; the read confirms it (readProbedMode).
+	fromConfig bool
 }
 
 // ParseIPTablesVersion reads "iptables v1.8.9 (nf_tables)".

@@ -3,6 +3,7 @@ package collect
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -13,6 +14,8 @@ type Progress struct {
 	Warn io.Writer // warnings, always shown
 	// Started is when collection began, for elapsed times.
 	Started time.Time
+	// mu keeps lines whole: the objects are listed while the pod starts.
+	mu sync.Mutex
 }
 
 // Step says what is happening now.
@@ -20,6 +23,8 @@ func (p *Progress) Step(format string, args ...any) {
 	if p == nil || p.W == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.W, "%s %s\n", p.elapsed(), fmt.Sprintf(format, args...))
 }
 
@@ -38,6 +43,8 @@ func (p *Progress) Warning(msg string) {
 	if p == nil || p.Warn == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.Warn, "warning: %s\n", msg)
 }
 

@@ -13,17 +13,20 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/proxyrules/kubectl-proxyrules/correlate"
 	"github.com/proxyrules/kubectl-proxyrules/kubeproxy"
 )
 
 // read probes the node, then reads what the scope needs.
-// objects are the API objects a service-scoped read takes the Service's
-// chain names from; metricsPort is where kube-proxy answers.
-func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects, metricsPort int) error {
+// listing has the API objects a service-scoped read takes the Service's
+// chain names from, and the conntrack reads their addresses (waited for
+// only there: the listing goes on while the rest is read); metricsPort is
+// where kube-proxy answers.
+func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, listing *pendingObjects, metricsPort int) error {
 	get, closeForward := c.metricsGetter(t, metricsPort)
 	defer closeForward()
+	stopProbe := c.Timings.Start(PhaseProbe)
 	probe, err := c.probe(ctx, w, t, metricsPort, get)
+	stopProbe(0)
 	if err != nil {
 		return err
 	}
@@ -33,7 +36,14 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	// between. Only for the commands that judge them: the second read
 	// waits for the first to be some seconds old.
 	if c.Kernel {
-		if err := c.readConntrackBefore(ctx, w, t, objects); err != nil {
+		objects, err := listing.wait()
+		if err != nil {
+			return err
+		}
+		stop := c.Timings.Start(PhaseKernel)
+		err = c.readConntrackBefore(ctx, w, t, objects)
+		stop(0)
+		if err != nil {
 			return err
 		}
 	}
@@ -42,7 +52,10 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	// and duration, which the lifetime means hide.
 	var before bytes.Buffer
 	start := time.Now()
-	if err := get(ctx, "/metrics", &before); err == nil {
+	stopMetrics := c.Timings.Start(PhaseMetrics)
+	err = get(ctx, "/metrics", &before)
+	stopMetrics(int64(before.Len()))
+	if err == nil {
 		f := BundleFile{Path: "metrics-before.txt", Kind: KindMetrics, Command: fmt.Sprintf("GET 127.0.0.1:%d/metrics", metricsPort), Seconds: time.Since(start).Seconds()}
 		if err := w.write(f, before.Bytes()); err != nil {
 			return err
@@ -52,10 +65,18 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 	}
 	done := false
 	if c.ServiceName != "" {
-		if done, err = c.readService(ctx, w, t, probe, objects); err != nil {
+		objects, err := listing.wait()
+		if err != nil {
+			return err
+		}
+		stopRead, files := c.Timings.Start(PhaseRead), w.fileCount()
+		done, err = c.readService(ctx, w, t, probe, objects)
+		stopRead(w.bytesSince(files))
+		if err != nil {
 			return err
 		}
 	}
+	stopRead, files := c.Timings.Start(PhaseRead), w.fileCount()
 	if !done {
 		if err := c.runToFiles(ctx, w, t, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
 			return err
@@ -63,12 +84,23 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, objects
 		if probe.ProxyMode == kubeproxy.ModeIPVS {
 			w.noteIPVS(probe)
 		}
+		if probe.fromConfig && !w.readNFTTable(kubeproxy.NFTTable) {
+			w.man.ProxyMode = "" // the ConfigMap said nftables; the node has no such table
+		}
+	}
+	if !done {
+		stopRead(w.bytesSince(files))
 	}
 	if c.Kernel {
-		if err := c.readConntrack(ctx, w, t); err != nil {
+		stop := c.Timings.Start(PhaseKernel)
+		err := c.readConntrack(ctx, w, t)
+		stop(0)
+		if err != nil {
 			return err
 		}
 	}
+	stopMetrics = c.Timings.Start(PhaseMetrics)
+	defer func() { stopMetrics(0) }()
 	for _, ep := range []struct{ path, file, kind string }{
 		{"/metrics", "metrics.txt", KindMetrics},
 		{"/configz", "configz.json", KindConfig},
@@ -142,17 +174,26 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	} else {
 		c.Progress.Step("kube-proxy's /proxyMode did not answer (%s): asking nft which tables exist, which takes long on big nodes", firstLine(err.Error()))
 	}
-	// `nft list tables` loads the whole ruleset (minutes for 380k rules
-	// of iptables-nft): it runs only when kube-proxy did not say its mode.
 	// iptables-nft -S of one small chain (KUBE-POSTROUTING) is instant
-	// and says whether kube-proxy wrote rules through iptables-nft.
-	const version, nftVersion, natV4, natV6, tables = 0, 1, 2, 3, 4 // indices in cmds
+	// and says whether kube-proxy wrote rules through iptables-nft; nft
+	// list chain of kube-proxy's nat-postrouting whether it wrote its
+	// nftables tables. (Not `nft list tables`: it loads every table, 70 s
+	// and more for 380k rules of iptables-nft.)
+	const version, nftVersion, natV4 = 0, 1, 2 // indices in cmds (natV4, then natV6)
 	cmds := []NodeCommand{IPTablesVersion(), NFTVersion(),
 		ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting),
 		ListChain(kubeproxy.IPv6, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting)}
-	ipvsAt := -1 // where ipvsProbeCommands start in cmds
+	nftAt, ipvsAt := -1, -1 // where the nftables and ipvsProbeCommands start in cmds
+	// kube-proxy's ConfigMap saying nftables stands in for /proxyMode:
+	// asking nft costs what reading the table costs (1.5 s of 2.6 s on a
+	// big node), and the read says whether the table is there.
+	if p.ProxyMode == "" && c.configMode == kubeproxy.ModeNFTables {
+		p.ProxyMode, p.fromConfig = kubeproxy.ModeNFTables, true
+		c.Progress.Step("taking nftables mode from kube-proxy's ConfigMap")
+	}
 	if p.ProxyMode == "" {
-		cmds = append(cmds, NFTTables())
+		nftAt = len(cmds)
+		cmds = append(cmds, NFTKubeProxyChain(kubeproxy.IPv4), NFTKubeProxyChain(kubeproxy.IPv6))
 		ipvsAt = len(cmds)
 		cmds = append(cmds, ipvsProbeCommands()...)
 	}
@@ -170,19 +211,15 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	}
 	p.Backend = ParseIPTablesVersion(outs[version].String())
 	p.NFTKnown = rcs[nftVersion] == 0
-	switch {
-	case len(cmds) > tables && rcs[tables] == 0:
-		p.NFTTables = ParseNFTTables(outs[tables].String())
-	case p.NFTKnown:
-		// The tables kube-proxy's mode implies, and iptables-nft's where
-		// its KUBE-POSTROUTING chain exists.
+	if p.NFTKnown {
+		// The tables kube-proxy's mode (or its nat-postrouting chain)
+		// implies, and iptables-nft's where its KUBE-POSTROUTING chain
+		// exists.
 		p.guessed = true
-		if p.ProxyMode == kubeproxy.ModeNFTables {
-			for _, fam := range ipFamilies {
+		for i, fam := range ipFamilies {
+			if p.ProxyMode == kubeproxy.ModeNFTables || nftAt >= 0 && rcs[nftAt+i] == 0 {
 				p.NFTTables = append(p.NFTTables, nftTableName(fam, kubeproxy.NFTTable))
 			}
-		}
-		for i, fam := range ipFamilies {
 			if rcs[natV4+i] == 0 {
 				for _, table := range iptablesTables {
 					p.NFTTables = append(p.NFTTables, nftTableName(fam, table))
@@ -198,6 +235,17 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 		p.detectIPVS(outs[ipvsAt:], rcs[ipvsAt:])
 	}
 	return p, nil
+}
+
+// readNFTTable says whether an nftables table of that name was read, in
+// either family.
+func (w *bundleWriter) readNFTTable(name string) bool {
+	for _, f := range w.files() {
+		if f.Kind == KindRuleset && f.Bytes > 0 && f.Error == "" && strings.HasPrefix(f.Command, "nft") && strings.HasSuffix(f.Command, " "+name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Collector) execError(ctx context.Context, err error, t Target, stderr string) error {

@@ -47,7 +47,9 @@ func (c *Collector) readService(ctx context.Context, w *bundleWriter, t Target, 
 		return false, nil
 	}
 	w.man.Scope = "service " + c.ServiceNamespace + "/" + c.ServiceName
+	w.mu.Lock()
 	files, created := len(w.man.Files), len(w.created)
+	w.mu.Unlock()
 	for _, fam := range ipFamilies {
 		if !wanted[fam] {
 			continue
