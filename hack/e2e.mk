@@ -13,11 +13,14 @@
 #   make e2e-sweep  the same, only the sweep tests (and the scenario they read)
 #   make e2e-up     bring the cluster up and leave it running (KUBECONFIG=.cache/e2e/run/admin.kubeconfig)
 #   make e2e-down   tear it down
+#   make bench-live the live benchmark (issue 33): a cluster with 5,000 Services x 20 endpoints, each
+#                   live command timed per phase (--timings) next to the node's own read; table in
+#                   .cache/e2e/bench-live.md (E2E_LIVE_BENCH_ROUNDS, default 3)
 #   make e2e-build  only build the cluster parts into .cache/e2e/bin (cached by version)
 
 E2E_TIMEOUT ?= 45m
 
-.PHONY: e2e e2e-sweep e2e-deps e2e-build e2e-up e2e-down
+.PHONY: bench-live e2e e2e-sweep e2e-deps e2e-build e2e-up e2e-down
 
 e2e-deps:
 	@bash hack/e2e/deps.sh
@@ -37,3 +40,6 @@ e2e: e2e-deps
 
 e2e-sweep: e2e-deps
 	$(GO) test -tags e2e -v -count=1 -timeout $(E2E_TIMEOUT) -run 'TestMapLiveNodes|TestScaleNodes|TestSweep' ./e2e
+
+bench-live: e2e-deps
+	E2E_SCALE_NODES=0 E2E_LIVE_BENCH=1 $(GO) test -tags e2e -v -count=1 -timeout 90m -run 'TestLiveBench$$' ./e2e
