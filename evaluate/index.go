@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/knftables"
 
+	"github.com/proxyrules/kubectl-proxyrules/inspect"
 	"github.com/proxyrules/kubectl-proxyrules/inspect/nft"
 )
 
@@ -52,9 +53,14 @@ func (e *Evaluator) buildIndex(ch chainRef) *chainIndex {
 	idx := &chainIndex{byDst: map[netip.Addr][]int{}}
 	for i, r := range ch.ic.Rules {
 		var a netip.Addr
-		if ch.ipt.FromNFT {
+		switch {
+		case ch.ipt.FromNFT:
 			a = nftOnlyDst(e.statements(r, r.Text))
-		} else {
+		case plain(r):
+			// the model holds its -d: no rule of a 5,000-Service
+			// KUBE-SERVICES is read whole for the index
+			a = modelOnlyDst(r)
+		default:
 			a = iptOnlyDst(e.iptSpec(r))
 		}
 		if a.IsValid() {
@@ -76,6 +82,15 @@ func iptOnlyDst(r *iptRule) netip.Addr {
 			continue
 		}
 		return hostOf(o.Arg())
+	}
+	return netip.Addr{}
+}
+
+// modelOnlyDst is the one destination a plain rule's `-d HOST` allows,
+// from its model.
+func modelOnlyDst(r *inspect.IPRule) netip.Addr {
+	if d := r.Destination(); d.Set() && !d.Not {
+		return hostOf(d.Value)
 	}
 	return netip.Addr{}
 }
