@@ -40,6 +40,10 @@ type Request struct {
 	// read fetches only its chains, an offline read parses only its
 	// objects and chains where that gives the same answer (targeted.go).
 	Service *correlate.ServiceFilter
+	// Walk: the command only walks the Service's packets (trace), so a
+	// narrowed read leaves other Services' chains out whole
+	// (trace_load.go).
+	Walk bool
 	// Objects are API objects already read (explain resolved its Service
 	// first; a sweep lists them once for every node): no objects file is
 	// read, and none is listed from the cluster.

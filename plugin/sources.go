@@ -29,11 +29,15 @@ type inputSet struct {
 	node string
 	// objects, when set, are already read: no objects file is.
 	objects *correlate.Objects
-	// only, when set, narrows the read to one Service (targeted.go).
-	only  *correlate.ServiceFilter
-	table string
-	caps  inputCaps
-	in    io.Reader
+	// only, when set, narrows the read to one Service (targeted.go);
+	// walk, to what a walk of its packets reads (trace_load.go).
+	only *correlate.ServiceFilter
+	walk bool
+	// stream has the live read's rules parsed as they came (streamparse.go).
+	stream *streamParse
+	table  string
+	caps   inputCaps
+	in     io.Reader
 	// collected is the manifest of the bundle read (live or --from-bundle).
 	collected *collect.Manifest
 	// bundleFiles are the inputs that are files of a bundle, by the path
@@ -60,7 +64,8 @@ func (ld *Loader) inputSet(req Request) *inputSet {
 		Config: clip(req.Files.Config), Bundles: clip(req.Files.Bundles),
 		Conntrack: clip(req.Files.Conntrack), ConntrackStats: clip(req.Files.ConntrackStats), Sysctls: clip(req.Files.Sysctls)}
 	return &inputSet{InputFiles: files, node: req.Node, objects: req.Objects, table: req.Table,
-		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}, warn: ld.errOut(), given: req.Files, kernelOnly: req.KernelOnly}
+		caps: caps, in: ld.In, bundleFiles: map[string]bundleFile{}, warn: ld.errOut(), given: req.Files, kernelOnly: req.KernelOnly,
+		walk: req.Walk}
 }
 
 // sweepFolders resolves sweep folders among bundles: a node's bundle
@@ -255,8 +260,16 @@ func (s *inputSet) load() (*Loaded, error) {
 	var tasks []func() loadResult
 	for _, name := range s.Dumps {
 		tasks = append(tasks, func() loadResult {
+			if in, ok := s.stream.parsed(name); ok {
+				return loadResult{in: in} // parsed while the node was read
+			}
 			read := readOptions(s.table).Read
-			if s.only != nil {
+			switch {
+			case s.only != nil && s.walk:
+				read = func(r io.Reader, source string) (*input.Input, error) {
+					return readWalkTargeted(r, source, readOptions(s.table), objects.all)
+				}
+			case s.only != nil:
 				read = func(r io.Reader, source string) (*input.Input, error) {
 					return readTargeted(r, source, readOptions(s.table), objects.all)
 				}

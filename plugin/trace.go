@@ -183,13 +183,17 @@ func (o *TraceOptions) Run() error {
 		o.sweepSubject = "trace " + o.To
 	}
 	// Offline, a Service's trace reads only its chains of an
-	// iptables-save dump, every other chain whole (targeted.go); a walk
-	// that leaves them for another Service's chain is walked again on the
-	// whole dump. (A live read of one Service reads its chains only: too
-	// little for a walk, so a live trace reads the node whole.)
+	// iptables-save dump, every other chain whole, and no other
+	// Service's (trace_load.go); a walk that leaves them for another
+	// Service's chain is walked again on the whole dump. (A live read of
+	// one Service reads its chains only: too little for a walk, so a live
+	// trace reads the node whole.) From an IP, every EndpointSlice says
+	// whether it is a pod of the node's: read whole.
 	req := o.request()
-	if o.req.Service != "" && !req.live() && !o.sweeping() {
+	_, notIP := netip.ParseAddr(o.req.From)
+	if o.req.Service != "" && !req.live() && !o.sweeping() && notIP != nil {
 		req.Service = &correlate.ServiceFilter{Namespace: o.req.Namespace, Name: o.req.Service}
+		req.Walk = true
 	}
 	build := func(l *Loaded) (built, error) {
 		rep, err := diagnose.Trace(l.Node, o.req)
@@ -205,7 +209,7 @@ func (o *TraceOptions) Run() error {
 	}
 	err := o.runRequest(req, build)
 	if errors.Is(err, errLeftTarget) {
-		req.Service = nil
+		req.Service, req.Walk = nil, false
 		err = o.runRequest(req, build)
 	}
 	return err
