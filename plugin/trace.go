@@ -187,11 +187,9 @@ func (o *TraceOptions) Run() error {
 	// Service's (trace_load.go); a walk that leaves them for another
 	// Service's chain is walked again on the whole dump. (A live read of
 	// one Service reads its chains only: too little for a walk, so a live
-	// trace reads the node whole.) From an IP, every EndpointSlice says
-	// whether it is a pod of the node's: read whole.
+	// trace reads the node whole.)
 	req := o.request()
-	_, notIP := netip.ParseAddr(o.req.From)
-	if o.req.Service != "" && !req.live() && !o.sweeping() && notIP != nil {
+	if traceNarrows(o.req) && !req.live() && !o.sweeping() {
 		req.Service = &correlate.ServiceFilter{Namespace: o.req.Namespace, Name: o.req.Service}
 		req.Walk = true
 	}
@@ -213,6 +211,14 @@ func (o *TraceOptions) Run() error {
 		err = o.runRequest(req, build)
 	}
 	return err
+}
+
+// traceNarrows: a trace of a Service may read only what its walk can
+// reach; not from an IP, which only every EndpointSlice may say is a pod
+// of the node's (diagnose: tracePacket).
+func traceNarrows(req diagnose.TraceRequest) bool {
+	_, err := netip.ParseAddr(req.From)
+	return req.Service != "" && err != nil
 }
 
 // errLeftTarget: a targeted read was not enough for the walk.

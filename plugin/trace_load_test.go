@@ -202,3 +202,24 @@ func TestCIDRChains(t *testing.T) {
 		})
 	}
 }
+
+// A trace of a Service narrows its read, but not from an IP: whether an
+// IP is a pod of the node's may take every EndpointSlice.
+func TestTraceNarrows(t *testing.T) {
+	tests := []struct {
+		req  diagnose.TraceRequest
+		want bool
+	}{
+		{diagnose.TraceRequest{Service: "web"}, true},
+		{diagnose.TraceRequest{Service: "web", From: "pod"}, true},
+		{diagnose.TraceRequest{Service: "web", From: "outside"}, true},
+		{diagnose.TraceRequest{Service: "web", From: "10.244.1.5"}, false},
+		{diagnose.TraceRequest{Service: "web", From: "fd00:10:244::5"}, false},
+		{diagnose.TraceRequest{Dst: netip.MustParseAddrPort("10.96.10.1:80")}, false},
+	}
+	for _, tc := range tests {
+		if got := traceNarrows(tc.req); got != tc.want {
+			t.Errorf("%+v: narrows %v, want %v", tc.req, got, tc.want)
+		}
+	}
+}
