@@ -82,13 +82,16 @@ func (ld *Loader) Load(ctx context.Context, req Request) (*Loaded, error) {
 		return ld.loadObjectsOnly(ctx, req)
 	}
 	bundles := req.Files.Bundles
+	var stream *streamParse
 	if req.live() {
 		dir, err := collect.MkdirTemp("", "proxyrules-")
 		if err != nil {
 			return nil, err
 		}
 		defer collect.RemoveTemp(dir)
-		_, objs, err := ld.collect(ctx, req, dir)
+		stream = newStreamParse(dir, req.Table, ld.inputSet(req).caps[capDump])
+		_, objs, err := ld.collect(ctx, req, dir, stream)
+		stream.stop()
 		if err != nil {
 			return nil, err
 		}
@@ -96,6 +99,7 @@ func (ld *Loader) Load(ctx context.Context, req Request) (*Loaded, error) {
 		bundles = []string{dir}
 	}
 	set := ld.inputSet(req)
+	set.stream = stream // the rules parsed as they came
 	bundles, err := set.sweepFolders(bundles)
 	if err != nil {
 		return nil, err
@@ -211,13 +215,14 @@ func (ld *Loader) loadObjectsOnly(ctx context.Context, req Request) (*Loaded, er
 
 // Collect reads the node req names through the cluster into dir.
 func (ld *Loader) Collect(ctx context.Context, req Request, dir string) (*collect.Manifest, error) {
-	man, _, err := ld.collect(ctx, req, dir)
+	man, _, err := ld.collect(ctx, req, dir, nil)
 	return man, err
 }
 
 // collect is Collect, with the objects of the read: req's, or those the
-// collector listed (and wrote into dir).
-func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collect.Manifest, *correlate.Objects, error) {
+// collector listed (and wrote into dir); tee, when set, sees the rules
+// as they stream in.
+func (ld *Loader) collect(ctx context.Context, req Request, dir string, tee collect.RulesTee) (*collect.Manifest, *correlate.Objects, error) {
 	client, cfg, err := ld.client()
 	if err != nil {
 		return nil, nil, err
@@ -241,6 +246,9 @@ func (ld *Loader) collect(ctx context.Context, req Request, dir string) (*collec
 	}
 	c := &collect.Collector{Client: client, Runner: &collect.RemoteRunner{Config: cfg, Client: client},
 		Progress: ld.progress(req.Quiet), Dir: dir, Options: opts, Timings: ld.Timings}
+	if tee != nil {
+		c.Tee = tee
+	}
 	man, err := c.Collect(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -281,7 +289,13 @@ func (ld *Loader) client() (kubernetes.Interface, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot reach the cluster: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	// Protobuf for the built-in types the plugin reads: a big cluster's
+	// Services and EndpointSlices are encoded and decoded some times
+	// faster than as JSON. (Exec and port-forward keep cfg.)
+	pcfg := rest.CopyConfig(cfg)
+	pcfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	pcfg.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(pcfg)
 	return client, cfg, err
 }
 

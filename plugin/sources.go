@@ -31,11 +31,13 @@ type inputSet struct {
 	objects *correlate.Objects
 	// only, when set, narrows the read to one Service (targeted.go);
 	// walk, to what a walk of its packets reads (trace_load.go).
-	only  *correlate.ServiceFilter
-	walk  bool
-	table string
-	caps  inputCaps
-	in    io.Reader
+	only *correlate.ServiceFilter
+	walk bool
+	// stream has the live read's rules parsed as they came (streamparse.go).
+	stream *streamParse
+	table  string
+	caps   inputCaps
+	in     io.Reader
 	// collected is the manifest of the bundle read (live or --from-bundle).
 	collected *collect.Manifest
 	// bundleFiles are the inputs that are files of a bundle, by the path
@@ -258,6 +260,9 @@ func (s *inputSet) load() (*Loaded, error) {
 	var tasks []func() loadResult
 	for _, name := range s.Dumps {
 		tasks = append(tasks, func() loadResult {
+			if in, ok := s.stream.parsed(name); ok {
+				return loadResult{in: in} // parsed while the node was read
+			}
 			read := readOptions(s.table).Read
 			switch {
 			case s.only != nil && s.walk:

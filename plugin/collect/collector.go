@@ -93,6 +93,9 @@ type Collector struct {
 	Listed *correlate.Objects
 	// Timings, when set, records how long each phase took (--timings).
 	Timings *Timings
+	// Tee, when set, sees the ruleset outputs of a whole read as they
+	// stream in (tee.go).
+	Tee RulesTee
 	// configMode is the mode kube-proxy's ConfigMap sets ("" unread).
 	configMode kubeproxy.Mode
 

@@ -14,27 +14,20 @@ import (
 	"github.com/proxyrules/kubectl-proxyrules/inspect/conntrack"
 )
 
-// readConntrackBefore reads the sysctls, the counters a first time and
-// the table's entries that mention a Service (ServiceConntrackFilter), in
-// one exec. The table is read here, not after the rules, so that its read
-// (seconds on a node with a million entries: /proc/net/nf_conntrack walks
-// the whole table) is part of the wait between the counters' reads, and
-// its size is the kernel's nf_conntrack_count read with the sysctls: no
-// second walk with wc -l. A refused or failed exec (an admission policy
-// applied before these reads existed) is a warning: the rules are still read.
-func (c *Collector) readConntrackBefore(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects) error {
+// readConntrackBefore reads the sysctls and the counters a first time, in
+// one exec, before the rules. A refused or failed exec (an admission
+// policy applied before these reads existed) is a warning: the rules are
+// still read.
+func (c *Collector) readConntrackBefore(ctx context.Context, w *bundleWriter, t Target) error {
 	ct := &ConntrackRead{Total: -1}
 	w.man.Conntrack = ct
-	filter := ServiceConntrackFilter(objects)
-	ct.Filter, ct.Patterns, ct.MaxEntries = filter.Mode, len(filter.Patterns), filter.MaxEntries
-	cmds := []NodeCommand{SysctlsCommand(), ConntrackStatsCommand(idStatsBefore), ConntrackTableCommand(filter)}
-	const table = 2 // index in cmds
-	c.Progress.Step("reading the conntrack table (entries of %d Service addresses and NodePorts, %s, at most %d)", len(filter.Patterns), filter.Mode, filter.MaxEntries)
-	res, stderr, err := c.runConntrack(ctx, w, t, cmds, table)
+	cmds := []NodeCommand{SysctlsCommand(), ConntrackStatsCommand(idStatsBefore)}
+	c.Progress.Step("reading the conntrack counters and the sysctls")
+	res, stderr, err := c.runConntrack(ctx, w, t, cmds, -1)
 	if err != nil {
 		return c.conntrackFailed(ctx, w, err, t, stderr)
 	}
-	for i, cmd := range cmds[:table] {
+	for i, cmd := range cmds {
 		// grep exits 2 when a sysctl's file is absent (net/bridge/ without
 		// br_netfilter) and still prints the others: only an empty
 		// output is a failure.
@@ -50,19 +43,6 @@ func (c *Collector) readConntrackBefore(ctx context.Context, w *bundleWriter, t 
 			ct.Total = n
 		}
 	}
-	tf := res.file(table, cmds[table])
-	tf.Bytes, tf.Seconds = res.lines.n, res.seconds
-	ct.Kept = res.lines.lines
-	ct.Capped = ct.Kept >= int64(filter.MaxEntries)
-	// grep exits 1 when no entry matches: an empty table, no failure.
-	if res.rcs[table] > 1 || res.rcs[table] < 0 {
-		tf.Error = fmt.Sprintf("exit status %d", res.rcs[table])
-		w.warn("the conntrack table was not read (%s%s): %s needs root in the node's network namespace and a kernel with NF_CONNTRACK_PROCFS; stale-entry checks are skipped",
-			tf.Error, stderrHint(stderr), conntrackProc)
-	} else {
-		tf.Error = "" // the table's output is in its file, not outs
-	}
-	w.add(tf)
 	return nil
 }
 
@@ -79,9 +59,15 @@ func (c *Collector) conntrackFailed(ctx context.Context, w *bundleWriter, err er
 	return nil
 }
 
-// readConntrack reads, after the rules, the counters a second time, not
-// sooner than the interval (Options.StatsInterval) after the first.
-func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target) error {
+// readConntrack reads, after the rules, the table's entries that mention
+// a Service (ServiceConntrackFilter: objects are only needed here, so
+// their listing goes on while the rules are read), then the counters a
+// second time, not sooner than the interval (Options.StatsInterval) after
+// the first, in one exec: the table's walk (seconds on a node with a
+// million entries) is part of the wait between the counters' reads, and
+// its size is the kernel's nf_conntrack_count read with the sysctls: no
+// second walk with wc -l.
+func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target, objects *correlate.Objects) error {
 	ct := w.man.Conntrack
 	if ct == nil || ct.Skipped {
 		return nil // refused before: not asked again
@@ -99,16 +85,33 @@ func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target
 			}
 		}
 	}
-	cmds := []NodeCommand{ConntrackStatsCommand(idStatsAfter)}
-	res, stderr, err := c.runConntrack(ctx, w, t, cmds, -1)
+	filter := ServiceConntrackFilter(objects)
+	ct.Filter, ct.Patterns, ct.MaxEntries = filter.Mode, len(filter.Patterns), filter.MaxEntries
+	cmds := []NodeCommand{ConntrackTableCommand(filter), ConntrackStatsCommand(idStatsAfter)}
+	const table, after = 0, 1 // indices in cmds
+	c.Progress.Step("reading the conntrack table (entries of %d Service addresses and NodePorts, %s, at most %d)", len(filter.Patterns), filter.Mode, filter.MaxEntries)
+	res, stderr, err := c.runConntrack(ctx, w, t, cmds, table)
 	if err != nil {
 		return c.conntrackFailed(ctx, w, err, t, stderr)
 	}
-	if err := w.write(res.file(0, cmds[0]), res.outs[0].Bytes()); err != nil {
+	tf := res.file(table, cmds[table])
+	tf.Bytes, tf.Seconds = res.lines.n, res.seconds
+	ct.Kept = res.lines.lines
+	ct.Capped = ct.Kept >= int64(filter.MaxEntries)
+	// grep exits 1 when no entry matches: an empty table, no failure.
+	if res.rcs[table] > 1 || res.rcs[table] < 0 {
+		tf.Error = fmt.Sprintf("exit status %d", res.rcs[table])
+		w.warn("the conntrack table was not read (%s%s): %s needs root in the node's network namespace and a kernel with NF_CONNTRACK_PROCFS; stale-entry checks are skipped",
+			tf.Error, stderrHint(stderr), conntrackProc)
+	} else {
+		tf.Error = "" // the table's output is in its file, not outs
+	}
+	w.add(tf)
+	if err := w.write(res.file(after, cmds[after]), res.outs[after].Bytes()); err != nil {
 		return err
 	}
-	if res.outs[0].Len() > 0 {
-		ct.Stats = append(ct.Stats, ConntrackStatsRead{Path: cmds[0].FileName(), At: res.at[0].UTC()})
+	if res.outs[after].Len() > 0 {
+		ct.Stats = append(ct.Stats, ConntrackStatsRead{Path: cmds[after].FileName(), At: res.at[after].UTC()})
 	}
 	return nil
 }

@@ -218,14 +218,17 @@ func TestCollectConntrack(t *testing.T) {
 			if ct.Filter != "exact" || ct.Patterns != 1 || ct.Kept != int64(tt.entries) || ct.Capped != tt.capped || ct.Total != 8 {
 				t.Errorf("record %+v; want exact, 1 pattern, %d kept, capped %v, total 8", ct, tt.entries, tt.capped)
 			}
-			// The table is read in the counters' first exec, so that its
-			// read is part of the wait before their second, and walked
-			// once (no wc -l): seconds each on a node with a million entries.
+			// The table is read after the rules (the objects its filter
+			// needs are listed meanwhile), in the counters' second exec
+			// before them, so that its read is part of the wait between
+			// the two, and walked once (no wc -l): seconds each on a node
+			// with a million entries.
 			table := strings.Join(ConntrackTableCommand(ServiceConntrackFilter(objs)).Argv, " ")
 			calls := e.runner.conntrackCalls
-			if len(calls) != 2 || !slices.Contains(calls[0], table) || !slices.Contains(calls[0], "cat /proc/net/stat/nf_conntrack") ||
+			if len(calls) != 2 || slices.Contains(calls[0], table) || !slices.Contains(calls[0], "cat /proc/net/stat/nf_conntrack") ||
+				len(calls[1]) != 2 || calls[1][0] != table || calls[1][1] != "cat /proc/net/stat/nf_conntrack" ||
 				slices.ContainsFunc(slices.Concat(calls...), func(c string) bool { return strings.HasPrefix(c, "wc ") }) {
-				t.Errorf("conntrack execs %q; want the table read with the first counters, once", calls)
+				t.Errorf("conntrack execs %q; want the table read once, with the second counters, before them", calls)
 			}
 			if len(ct.Stats) != 2 || ct.Stats[0].Path != "conntrack-stats-before.txt" || ct.Stats[1].Path != "conntrack-stats-after.txt" || !ct.Stats[1].At.After(ct.Stats[0].At) {
 				t.Errorf("stats reads %+v; want before and after, in order", ct.Stats)

@@ -31,17 +31,13 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, listing
 		return err
 	}
 	w.man.ProxyMode, w.man.Backend = probe.ProxyMode, probe.Backend
-	// The conntrack counters' first read (and the sysctls and the table),
-	// before the rules; the second after them: their reads are the wait
-	// between. Only for the commands that judge them: the second read
-	// waits for the first to be some seconds old.
+	// The conntrack counters' first read (and the sysctls) before the
+	// rules; the table and the second after them: their reads are the
+	// wait between. Only for the commands that judge them: the second
+	// read waits for the first to be some seconds old.
 	if c.Kernel {
-		objects, err := listing.wait()
-		if err != nil {
-			return err
-		}
 		stop := c.Timings.Start(PhaseKernel)
-		err = c.readConntrackBefore(ctx, w, t, objects)
+		err := c.readConntrackBefore(ctx, w, t)
 		stop(0)
 		if err != nil {
 			return err
@@ -92,8 +88,12 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, listing
 		stopRead(w.bytesSince(files))
 	}
 	if c.Kernel {
+		objects, err := listing.wait()
+		if err != nil {
+			return err
+		}
 		stop := c.Timings.Start(PhaseKernel)
-		err := c.readConntrack(ctx, w, t)
+		err = c.readConntrack(ctx, w, t, objects)
 		stop(0)
 		if err != nil {
 			return err
@@ -304,10 +304,11 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 			}
 			f := files[i]
 			starts[i] = time.Now()
-			counters[i] = &countingWriter{w: f, progress: c.Progress, label: strings.Join(cmds[i].Argv, " "), last: time.Now()}
+			counters[i] = &countingWriter{w: c.teeOutput(cmds[i], f), progress: c.Progress, label: strings.Join(cmds[i].Argv, " "), last: time.Now()}
 			return counters[i], nil
 		},
 		Done: func(i, rc int) {
+			c.teeEnd(cmds[i], rc)
 			rcs[i] = rc
 			if counters[i] != nil {
 				counters[i].finish(time.Since(starts[i]))
