@@ -205,10 +205,6 @@ func TestParseProbeOutputs(t *testing.T) {
 			t.Errorf("ParseIPTablesVersion(%q) = %q, want %q", out, got, want)
 		}
 	}
-	got := ParseNFTTables("table ip nat\ntable ip6 kube-proxy\ntable inet filter\n# comment\n")
-	if strings.Join(got, ",") != "inet filter,ip nat,ip6 kube-proxy" {
-		t.Errorf("ParseNFTTables = %q", got)
-	}
 }
 
 // The script's shell text is fixed; checkScript accepts what Script writes

@@ -1,10 +1,8 @@
 package collect
 
 import (
-	"bufio"
 	"bytes"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/proxyrules/kubectl-proxyrules/inspect"
@@ -18,8 +16,9 @@ type Probe struct {
 	ProxyMode kubeproxy.Mode
 	// Backend is what `iptables -V` said; BackendUnknown when it did not.
 	Backend kubeproxy.Backend
-	// NFTTables lists "FAMILY NAME" from `nft list tables`; NFTKnown is
-	// false when nft could not be run (no nft in the image).
+	// NFTTables lists "FAMILY NAME" of the tables the mode and the chains
+	// probed imply; NFTKnown is false when nft could not be run (no nft
+	// in the image).
 	NFTTables []string
 	NFTKnown  bool
 	// guessed: NFTTables lists the tables kube-proxy's mode and chains
@@ -44,20 +43,6 @@ func ParseIPTablesVersion(out string) kubeproxy.Backend {
 		return kubeproxy.BackendLegacy // before 1.8, iptables was legacy only
 	}
 	return kubeproxy.BackendUnknown
-}
-
-// ParseNFTTables reads `nft list tables` ("table ip kube-proxy" lines).
-func ParseNFTTables(out string) []string {
-	var tables []string
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 3 && f[0] == "table" {
-			tables = append(tables, f[1]+" "+f[2])
-		}
-	}
-	sort.Strings(tables)
-	return tables
 }
 
 // nftTableName is a table as NFTTables lists it: "ip6 nat".

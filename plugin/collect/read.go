@@ -59,33 +59,8 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, listing
 	} else if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	done := false
-	if c.ServiceName != "" {
-		objects, err := listing.wait()
-		if err != nil {
-			return err
-		}
-		stopRead, files := c.Timings.Start(PhaseRead), w.fileCount()
-		done, err = c.readService(ctx, w, t, probe, objects)
-		stopRead(w.bytesSince(files))
-		if err != nil {
-			return err
-		}
-	}
-	stopRead, files := c.Timings.Start(PhaseRead), w.fileCount()
-	if !done {
-		if err := c.runToFiles(ctx, w, t, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
-			return err
-		}
-		if probe.ProxyMode == kubeproxy.ModeIPVS {
-			w.noteIPVS(probe)
-		}
-		if probe.fromConfig && !w.readNFTTable(kubeproxy.NFTTable) {
-			w.man.ProxyMode = "" // the ConfigMap said nftables; the node has no such table
-		}
-	}
-	if !done {
-		stopRead(w.bytesSince(files))
+	if err := c.readRules(ctx, w, t, probe, listing); err != nil {
+		return err
 	}
 	if c.Kernel {
 		objects, err := listing.wait()
@@ -123,6 +98,32 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, listing
 		if err := w.write(f, buf.Bytes()); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// readRules reads the rules: only a Service's chains where that is
+// faster (readService), else the whole tables (FullPlan).
+func (c *Collector) readRules(ctx context.Context, w *bundleWriter, t Target, probe Probe, listing *pendingObjects) error {
+	stopRead, files := c.Timings.Start(PhaseRead), w.fileCount()
+	defer func() { stopRead(w.bytesSince(files)) }()
+	if c.ServiceName != "" {
+		objects, err := listing.wait()
+		if err != nil {
+			return err
+		}
+		if done, err := c.readService(ctx, w, t, probe, objects); done || err != nil {
+			return err
+		}
+	}
+	if err := c.runToFiles(ctx, w, t, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
+		return err
+	}
+	if probe.ProxyMode == kubeproxy.ModeIPVS {
+		w.noteIPVS(probe)
+	}
+	if probe.fromConfig && !w.readNFTTable(kubeproxy.NFTTable) {
+		w.man.ProxyMode = "" // the ConfigMap said nftables; the node has no such table
 	}
 	return nil
 }
@@ -172,7 +173,7 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	} else if ctx.Err() != nil {
 		return p, ctx.Err()
 	} else {
-		c.Progress.Step("kube-proxy's /proxyMode did not answer (%s): asking nft which tables exist, which takes long on big nodes", firstLine(err.Error()))
+		c.Progress.Step("kube-proxy's /proxyMode did not answer (%s): the mode comes from its ConfigMap or from the node's chains", firstLine(err.Error()))
 	}
 	// iptables-nft -S of one small chain (KUBE-POSTROUTING) is instant
 	// and says whether kube-proxy wrote rules through iptables-nft; nft
