@@ -11,8 +11,10 @@ import (
 )
 
 // A large input read whole lies in memory advised huge pages (its VMA
-// carries "hg" in smaps), a small one does not: the huge pages that spare
-// map thousands of page faults are asked for.
+// carries "hg" in smaps): the huge pages that spare map thousands of page
+// faults are asked for. (That a small one is not advised cannot be seen
+// this way: it may land in heap an earlier large read or block advised,
+// as it did under the race detector.)
 func TestReadAllAdvisesHuge(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -20,7 +22,6 @@ func TestReadAllAdvisesHuge(t *testing.T) {
 		want bool
 	}{
 		{"large", 8 << 20, true},
-		{"small", 64 << 10, false},
 	} {
 		got, err := ReadAll(strings.NewReader(strings.Repeat("x", tc.size)))
 		if err != nil || len(got) != tc.size {
