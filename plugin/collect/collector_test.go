@@ -211,6 +211,9 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 		if !ok && c.Chain != "" {
 			res = fakeResult{rc: 1} // iptables: No chain/target/match by that name.
 		}
+		if !ok && strings.HasPrefix(strings.Join(c.Argv, " "), "nft -t list sets table ") {
+			res = fakeResult{rc: 1} // nft: Error: No such file or directory (no such table)
+		}
 		w, err := sink.Open(i)
 		if err != nil {
 			return "", err
@@ -1084,7 +1087,7 @@ func TestCollectNFTables(t *testing.T) {
 			}
 			e := newEnv(t, objs...)
 			r := e.runner
-			r.outputs["nft list chain ip kube-proxy nat-postrouting"] = fakeResult{out: "table ip kube-proxy {\n\tchain nat-postrouting {\n\t}\n}\n"}
+			r.outputs["nft -t list sets table ip kube-proxy"] = fakeResult{out: "table ip kube-proxy {\n\tset cluster-ips {\n\t\ttype ipv4_addr\n\t}\n}\n"}
 			delete(r.outputs, "iptables-nft -t nat -S KUBE-POSTROUTING") // no iptables-nft rules
 			if tc.jsonRC != 0 {
 				r.outputs[jsonCmd] = fakeResult{rc: tc.jsonRC}
@@ -1111,7 +1114,7 @@ func TestCollectNFTables(t *testing.T) {
 					t.Errorf("the probe ran nft list tables")
 				}
 			}
-			if probed := r.ran("nft list chain ip kube-proxy nat-postrouting"); probed != (tc.proxyMode == "" && tc.configMode == "") {
+			if probed := r.ran("nft -t list sets table ip kube-proxy"); probed != (tc.proxyMode == "" && tc.configMode == "") {
 				t.Errorf("asked nft for kube-proxy's chain: %v (calls %v)", probed, r.calls)
 			}
 			if len(r.calls) < 2 || !slices.Contains(r.calls[1], jsonCmd) {

@@ -115,8 +115,12 @@ func Allowed(argv []string) error {
 		return bad()
 	case prog == "nft":
 		// nft --version | nft list tables | nft [-j] list ruleset |
-		// nft [-j] list table FAMILY NAME | nft [-j] list chain FAMILY TABLE NAME
+		// nft [-j] list table FAMILY NAME | nft [-j] list chain FAMILY TABLE NAME |
+		// nft -t list sets table FAMILY NAME
 		if len(args) == 1 && args[0] == "--version" {
+			return nil
+		}
+		if len(args) == 6 && args[0] == "-t" && args[1] == "list" && args[2] == "sets" && args[3] == "table" && nftFamilies[args[4]] && nftTables[args[5]] {
 			return nil
 		}
 		if len(args) > 0 && args[0] == "-j" {
@@ -197,19 +201,18 @@ func NFTVersion() NodeCommand {
 	return NodeCommand{ID: "nft-version", Program: "nft", Argv: []string{"nft", "--version"}, Kind: KindInfo}
 }
 
-// NFTKubeProxyChain lists kube-proxy's nat-postrouting chain in its
-// nftables table of a family: whether that table is there (nftables mode),
-// asked of the one table. `nft list tables` would load every table first:
-// 70 s and more where iptables-nft holds 380k rules, where this takes
-// 0.05 s (and 1.5 s where the kube-proxy table is that big).
-func NFTKubeProxyChain(f kubeproxy.Family) NodeCommand {
+// NFTKubeProxyTable asks whether kube-proxy's nftables table of a family is
+// there (nftables mode): `nft -t list sets table FAM kube-proxy` fails
+// where the table is not and prints the named sets' headers where it is.
+// It loads no rules and no set elements. `nft list tables` would load every
+// table first (70 s and more where iptables-nft holds 380k rules), and a
+// listed chain loads the whole kube-proxy table's rules and anonymous maps
+// (1.5 s on a node of 5,000 Services); this takes 0.03-0.08 s on both.
+func NFTKubeProxyTable(f kubeproxy.Family) NodeCommand {
 	fam := string(nftFamily(f))
-	return NodeCommand{ID: "nft-" + fam + "-kube-proxy-nat-postrouting", Program: "nft", Family: f, Table: kubeproxy.NFTTable,
-		Chain: nftPostrouting, Argv: []string{"nft", "list", "chain", fam, kubeproxy.NFTTable, nftPostrouting}, Kind: KindInfo}
+	return NodeCommand{ID: "nft-" + fam + "-kube-proxy-sets", Program: "nft", Family: f, Table: kubeproxy.NFTTable,
+		Argv: []string{"nft", "-t", "list", "sets", "table", fam, kubeproxy.NFTTable}, Kind: KindInfo}
 }
-
-// nftPostrouting is a base chain of every kube-proxy nftables version.
-const nftPostrouting = "nat-postrouting"
 
 // IPTablesVersion is "iptables -V" of the image's wrapper: it names the
 // backend the wrapper chose for the node, "(nf_tables)" or "(legacy)".

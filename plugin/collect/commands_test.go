@@ -25,6 +25,7 @@ func TestAllowed(t *testing.T) {
 		{"nft", "--version"}, {"nft", "list", "tables"}, {"nft", "-j", "list", "ruleset"},
 		{"nft", "list", "table", "ip6", "kube-proxy"}, {"nft", "-j", "list", "table", "ip", "nat"},
 		{"nft", "list", "chain", "ip", "kube-proxy", "service-ULMVA6XW-ns/web/tcp/http"},
+		{"nft", "-t", "list", "sets", "table", "ip6", "kube-proxy"},
 	}
 	for _, argv := range allowed {
 		if err := Allowed(argv); err != nil {
@@ -46,6 +47,8 @@ func TestAllowed(t *testing.T) {
 		{"nft", "list", "table", "ip", "kube-proxy;", "flush", "ruleset"}, {"nft", "list ruleset; flush ruleset"},
 		{"nft", "-j", "-j", "list", "ruleset"}, {"nft", "list", "table", "bridge", "kube-proxy"},
 		{"nft", "list", "chain", "ip", "kube-proxy", "x; flush ruleset"}, {"nft", "add", "rule", "ip", "nat", "x"},
+		{"nft", "-t", "list", "sets", "table", "ip", "kube-proxy;", "flush", "ruleset"}, {"nft", "-t", "list", "sets", "table", "ip", "foreign"},
+		{"nft", "-t", "list", "sets"}, {"nft", "-t", "flush", "ruleset"}, {"nft", "-t", "list", "sets", "table", "ip", "kube-proxy", "x"},
 		{"nft", "-i"}, {"nft"}, {"/usr/sbin/iptables-save"}, {"rm", "-rf", "/"}, {"sleep", "1"},
 	}
 	for _, argv := range refused {
@@ -72,7 +75,7 @@ func TestPlansOnlyAllowed(t *testing.T) {
 	}
 	all = append(all, FirstChains(kubeproxy.IPv4, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP"})...)
 	all = append(all, FirstChains(kubeproxy.IPv6, nil)...)
-	all = append(all, IPTablesVersion(), NFTVersion(), NFTKubeProxyChain(kubeproxy.IPv4), NFTKubeProxyChain(kubeproxy.IPv6), NFTTable(kubeproxy.IPv4, kubeproxy.NFTTable, true), NFTTable(kubeproxy.IPv6, kubeproxy.NFTTable, false))
+	all = append(all, IPTablesVersion(), NFTVersion(), NFTKubeProxyTable(kubeproxy.IPv4), NFTKubeProxyTable(kubeproxy.IPv6), NFTTable(kubeproxy.IPv4, kubeproxy.NFTTable, true), NFTTable(kubeproxy.IPv6, kubeproxy.NFTTable, false))
 	for i := 0; i < len(all); i++ {
 		c := all[i]
 		all = append(all, c.Fallback...)
@@ -116,7 +119,7 @@ func TestConstructors(t *testing.T) {
 		{NFTTable(kubeproxy.IPv4, kubeproxy.TableNAT, false),
 			fields{"nft-ip-nat", "nft", kubeproxy.IPv4, kubeproxy.BackendUnknown, "nat", "", "nft list table ip nat"}},
 		{NFTVersion(), fields{"nft-version", "nft", "", kubeproxy.BackendUnknown, "", "", "nft --version"}},
-		{NFTKubeProxyChain(kubeproxy.IPv6), fields{"nft-ip6-kube-proxy-nat-postrouting", "nft", kubeproxy.IPv6, kubeproxy.BackendUnknown, "kube-proxy", "nat-postrouting", "nft list chain ip6 kube-proxy nat-postrouting"}},
+		{NFTKubeProxyTable(kubeproxy.IPv6), fields{"nft-ip6-kube-proxy-sets", "nft", kubeproxy.IPv6, kubeproxy.BackendUnknown, "kube-proxy", "", "nft -t list sets table ip6 kube-proxy"}},
 	}
 	for _, tt := range tests {
 		c := tt.cmd

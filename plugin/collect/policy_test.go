@@ -144,7 +144,7 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 		}
 	}
 	all = append(all, FirstChains(kubeproxy.IPv6, []string{"KUBE-SVC-ABCDEFGHIJKLMNOP", "KUBE-SEP-ABCDEFGHIJKLMNOP", "KUBE-EXT-ABCDEFGHIJKLMNOP"})...)
-	all = append(all, IPTablesVersion(), NFTVersion(), NFTKubeProxyChain(kubeproxy.IPv4), NFTKubeProxyChain(kubeproxy.IPv6))
+	all = append(all, IPTablesVersion(), NFTVersion(), NFTKubeProxyTable(kubeproxy.IPv4), NFTKubeProxyTable(kubeproxy.IPv6))
 	all = append(all, ipvsProbeCommands()...)
 	// The conntrack reads: every filter shape (exact, prefixes, none).
 	all = append(all, SysctlsCommand(), ConntrackStatsCommand(idStatsBefore), ConntrackStatsCommand(idStatsAfter),

@@ -176,25 +176,24 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 		c.Progress.Step("kube-proxy's /proxyMode did not answer (%s): the mode comes from its ConfigMap or from the node's chains", firstLine(err.Error()))
 	}
 	// iptables-nft -S of one small chain (KUBE-POSTROUTING) is instant
-	// and says whether kube-proxy wrote rules through iptables-nft; nft
-	// list chain of kube-proxy's nat-postrouting whether it wrote its
-	// nftables tables. (Not `nft list tables`: it loads every table, 70 s
-	// and more for 380k rules of iptables-nft.)
+	// and says whether kube-proxy wrote rules through iptables-nft; nft's
+	// list of the sets of kube-proxy's table (NFTKubeProxyTable) whether it
+	// wrote its nftables tables. Neither loads a rule of a big table.
 	const version, nftVersion, natV4 = 0, 1, 2 // indices in cmds (natV4, then natV6)
 	cmds := []NodeCommand{IPTablesVersion(), NFTVersion(),
 		ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting),
 		ListChain(kubeproxy.IPv6, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting)}
 	nftAt, ipvsAt := -1, -1 // where the nftables and ipvsProbeCommands start in cmds
-	// kube-proxy's ConfigMap saying nftables stands in for /proxyMode:
-	// asking nft costs what reading the table costs (1.5 s of 2.6 s on a
-	// big node), and the read says whether the table is there.
+	// kube-proxy's ConfigMap saying nftables stands in for /proxyMode (the
+	// read says whether the table is there): nft and the IPVS reads are not
+	// asked.
 	if p.ProxyMode == "" && c.configMode == kubeproxy.ModeNFTables {
 		p.ProxyMode, p.fromConfig = kubeproxy.ModeNFTables, true
 		c.Progress.Step("taking nftables mode from kube-proxy's ConfigMap")
 	}
 	if p.ProxyMode == "" {
 		nftAt = len(cmds)
-		cmds = append(cmds, NFTKubeProxyChain(kubeproxy.IPv4), NFTKubeProxyChain(kubeproxy.IPv6))
+		cmds = append(cmds, NFTKubeProxyTable(kubeproxy.IPv4), NFTKubeProxyTable(kubeproxy.IPv6))
 		ipvsAt = len(cmds)
 		cmds = append(cmds, ipvsProbeCommands()...)
 	}
