@@ -1689,3 +1689,47 @@ func TestDeletePodOnlyItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// The starting pod is looked at soon after its create, then less often:
+// a pod that runs within a fraction of a second is not kept waiting for
+// a fixed 200 ms, and a slow one costs the API server five GETs a second.
+func TestCollectPollsStartingPod(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending int // GETs that find the pod not yet running
+		want    []time.Duration
+	}{
+		{"running at once", 0, nil},
+		{"running after one look", 1, []time.Duration{25 * time.Millisecond}},
+		{"slow", 6, []time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			looks := 0
+			e.debugStatus = func(p *corev1.Pod) {
+				if looks++; looks > tc.pending {
+					podRunning(p)
+				} else {
+					podPending(p)
+				}
+			}
+			c := e.collector(Options{Node: testNode, Via: ViaDebugPod})
+			var waited []time.Duration
+			c.after = func(d time.Duration) <-chan time.Time {
+				waited = append(waited, d)
+				ch := make(chan time.Time, 1)
+				ch <- fixedTime.Add(d)
+				return ch
+			}
+			if _, err := c.Collect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(waited, tc.want) {
+				t.Errorf("waited %v between looks at the pod, want %v", waited, tc.want)
+			}
+			if looks != tc.pending+1 {
+				t.Errorf("looked at the pod %d times, want %d", looks, tc.pending+1)
+			}
+		})
+	}
+}
