@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -375,5 +376,44 @@ func TestScriptDemuxWithRealShell(t *testing.T) {
 	}
 	if outs[1].Len() != 0 {
 		t.Errorf("a missing chain printed %q on stdout", outs[1])
+	}
+}
+
+// writeCounter counts the writes it gets and keeps what they carried.
+type writeCounter struct {
+	writes int
+	strings.Builder
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) { w.writes++; return w.Builder.Write(p) }
+
+// A big output reaches its file in big writes, not one per line (a nat
+// table of 380k rules was 280k writes, each a syscall, and held up the
+// exec stream by seconds), byte for byte; and what came of a command cut
+// off is all written before it is reported.
+func TestDemuxWritesInBigPieces(t *testing.T) {
+	n := "feedfacefeedface"
+	d := newDemux(n, 2)
+	var body strings.Builder
+	for i := 0; body.Len() < 3*demuxFlushSize; i++ {
+		fmt.Fprintf(&body, "-A KUBE-SEP-%016d -p tcp -m tcp -j DNAT --to-destination 10.0.%d.%d:8080\n", i, i/256%256, i%256)
+	}
+	stream := markerPrefix + " " + n + " begin 0\n" + body.String() + "\n" + markerPrefix + " " + n + " end 0 rc=0\n" +
+		markerPrefix + " " + n + " begin 1\n" + body.String()[:demuxFlushSize/2] // cut off
+	outs := []*writeCounter{{}, {}}
+	var done []string
+	d.open = func(i int) (io.Writer, error) { return outs[i], nil }
+	d.done = func(i, rc int) { done = append(done, fmt.Sprintf("%d:%d:%d bytes", i, rc, outs[i].Len())) }
+	if err := d.run(strings.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	if outs[0].String() != body.String() || outs[1].String() != body.String()[:demuxFlushSize/2] {
+		t.Errorf("outputs of %d and %d bytes, want %d and %d", outs[0].Len(), outs[1].Len(), body.Len(), demuxFlushSize/2)
+	}
+	if lines := strings.Count(body.String(), "\n"); outs[0].writes > 4 || outs[1].writes != 1 {
+		t.Errorf("%d and %d writes for %d and %d bytes (%d lines), want at most 4 and 1", outs[0].writes, outs[1].writes, outs[0].Len(), outs[1].Len(), lines)
+	}
+	if want := []string{fmt.Sprintf("0:0:%d bytes", body.Len()), fmt.Sprintf("1:-1:%d bytes", demuxFlushSize/2)}; !slices.Equal(done, want) {
+		t.Errorf("reported %v, want %v", done, want)
 	}
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // demux splits the output of a Script into its commands' outputs as it
-// streams: nothing is held in memory beyond one buffered line. It trusts
+// streams: nothing is held in memory beyond one buffered line and 256 KiB
+// of the current command's output (demuxFlushSize). It trusts
 // nothing it reads: a frame must open and close in order, for a command
 // the script has, and any other shape is an error (never a panic, never a
 // write to a command that does not exist).
@@ -24,7 +25,12 @@ type demux struct {
 // was cut off) is reported as done with rc -1.
 func (d *demux) run(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	cur, curIdx, next := io.Writer(nil), -1, 0
+	// A command's output is written on in big pieces: a write per line is
+	// a syscall per line into its file (280k of them for a big nat table,
+	// which held up the exec stream by seconds). Flushed before its end is
+	// reported, and before run returns.
+	out := bufio.NewWriterSize(io.Discard, demuxFlushSize)
+	cur, curIdx, next := (*bufio.Writer)(nil), -1, 0
 	var pendingNL bool // a newline held back: the one before the end marker is the script's
 	partial := false   // the previous read ended mid-line
 	for {
@@ -40,11 +46,15 @@ func (d *demux) run(r io.Reader) error {
 				if oerr != nil {
 					return oerr
 				}
-				cur, curIdx, next, pendingNL = w, i, i+1, false
+				out.Reset(w)
+				cur, curIdx, next, pendingNL = out, i, i+1, false
 			case !partial && bytes.HasPrefix(line, d.end):
 				i, rc, ok := endMarker(line[len(d.end):])
 				if !ok || curIdx < 0 || i != curIdx {
 					return fmt.Errorf("garbled output frame %.80q", line)
+				}
+				if ferr := cur.Flush(); ferr != nil {
+					return ferr
 				}
 				d.done(curIdx, rc)
 				cur, curIdx, pendingNL = nil, -1, false
@@ -53,16 +63,16 @@ func (d *demux) run(r io.Reader) error {
 				return fmt.Errorf("output outside a command's frame: %.80q", line)
 			default:
 				if pendingNL {
-					if _, werr := cur.Write([]byte{'\n'}); werr != nil {
+					if werr := cur.WriteByte('\n'); werr != nil {
 						return werr
 					}
 					pendingNL = false
 				}
-				out := line
+				data := line
 				if line[len(line)-1] == '\n' && err == nil {
-					out, pendingNL = line[:len(line)-1], true
+					data, pendingNL = line[:len(line)-1], true
 				}
-				if _, werr := cur.Write(out); werr != nil {
+				if _, werr := cur.Write(data); werr != nil {
 					return werr
 				}
 			}
@@ -70,6 +80,12 @@ func (d *demux) run(r io.Reader) error {
 		}
 		if err == bufio.ErrBufferFull {
 			continue
+		}
+		if cur != nil && err != nil {
+			// What came of a command cut off is kept, as it came.
+			if ferr := cur.Flush(); ferr != nil {
+				return ferr
+			}
 		}
 		if err == io.EOF {
 			if curIdx >= 0 {
@@ -82,6 +98,10 @@ func (d *demux) run(r io.Reader) error {
 		}
 	}
 }
+
+// demuxFlushSize is how much of a command's output is held before it is
+// written on.
+const demuxFlushSize = 256 << 10
 
 // markerIndex reads " N\n".
 func markerIndex(b []byte) (int, bool) {
