@@ -233,6 +233,9 @@ func kernelCases(t *testing.T, n kNode, svcs map[string]kSvc) []kCase {
 	s, _ := get("clusterip", "http")
 	notServed := map[string]string{"iptables": kernelprobe.Accept, "nftables": reject}[n.mode]
 	unallocated := map[string]string{"iptables": kernelprobe.Accept, "nftables": drop}[n.mode]
+	if n.mode == "nftables" && !unallocatedDropWritten(t, n.name) {
+		unallocated = kernelprobe.Accept // trace and kernel must still agree on it
+	}
 	cases = append(cases,
 		kCase{name: "clusterip cluster IP on a port it does not serve, from a pod", from: kPod, proto: "tcp", dst: netip.AddrPortFrom(s.clusterIP, 81), want: notServed},
 		kCase{name: "an unallocated address of the Service CIDR, from a pod", from: kPod, proto: "tcp", dst: netip.AddrPortFrom(unallocatedIP(t), 80), want: unallocated})
@@ -260,6 +263,27 @@ func kernelCases(t *testing.T, n kNode, svcs map[string]kSvc) []kCase {
 		cases = append(cases, a)
 	}
 	return cases
+}
+
+// unallocatedDropWritten says whether kube-proxy's cluster-ips-check chain
+// on node drops the Service CIDR's unallocated addresses. kube-proxy
+// v1.37 writes that rule only in a full sync, and learning the
+// ServiceCIDRs does not start one (OnServiceCIDRsChanged): when its first
+// full sync came before its ServiceCIDR informer did, the rule is missing
+// until the next, an hour later. So the case's premise is read from the
+// node, after a while to let a sync under way land.
+func unallocatedDropWritten(t *testing.T, node string) bool {
+	t.Helper()
+	const rule = "Drop traffic to unallocated ClusterIPs"
+	var out []byte
+	for begun := time.Now(); time.Since(begun) < 20*time.Second; time.Sleep(time.Second) {
+		var err error
+		if out, err = inNode(node, "nft", "list", "chain", "ip", "kube-proxy", "cluster-ips-check"); err == nil && strings.Contains(string(out), rule) {
+			return true
+		}
+	}
+	t.Logf("kube-proxy on %s has not written %q in cluster-ips-check (it does so only in a full sync): the unallocated address is expected to pass un-DNATed\n%s", node, rule, out)
+	return false
 }
 
 // unallocatedIP is an address of the Service CIDR (10.96.0.0/16) that no
