@@ -44,13 +44,14 @@ type Loader struct {
 	guard     *collect.GuardCheck
 }
 
-// newLoader is the loader of the flags' live options and caps.
-func newLoader(f *InputFlags, kube *genericclioptions.ConfigFlags, in io.Reader, errOut io.Writer) (*Loader, error) {
+// newLoader is the loader of the flags' live options and caps; timings,
+// when not nil, records the phases of its loads (--timings).
+func newLoader(f *InputFlags, kube *genericclioptions.ConfigFlags, in io.Reader, errOut io.Writer, timings *collect.Timings) (*Loader, error) {
 	caps, err := parseCaps(f.MaxSize)
 	if err != nil {
 		return nil, err
 	}
-	return &Loader{Kube: kube, Live: f.Live, Caps: caps, In: in, ErrOut: errOut}, nil
+	return &Loader{Kube: kube, Live: f.Live, Caps: caps, In: in, ErrOut: errOut, Timings: timings}, nil
 }
 
 // Loaded is what the inputs held.
@@ -98,8 +99,7 @@ func (ld *Loader) Load(ctx context.Context, req Request) (*Loaded, error) {
 		req.Objects = objs // decoded once, by the collector
 		bundles = []string{dir}
 	}
-	set := ld.inputSet(req)
-	set.stream = stream // the rules parsed as they came
+	set := ld.inputSet(req).parsedAsRead(stream)
 	bundles, err := set.sweepFolders(bundles)
 	if err != nil {
 		return nil, err

@@ -168,9 +168,7 @@ func (o *analysisOptions) prepare() error {
 	if o.base, err = newRequest(&o.Inputs, o.kube); err != nil {
 		return err
 	}
-	if o.loader, err = newLoader(&o.Inputs, o.kube, o.In, o.ErrOut); err == nil {
-		o.loader.Timings = o.timingsKept
-	}
+	o.loader, err = newLoader(&o.Inputs, o.kube, o.In, o.ErrOut, o.timingsKept)
 	return err
 }
 

@@ -68,6 +68,13 @@ func (ld *Loader) inputSet(req Request) *inputSet {
 		walk: req.Walk}
 }
 
+// parsedAsRead gives s the rules a live read parsed as they came
+// (streamparse.go; nil: none).
+func (s *inputSet) parsedAsRead(stream *streamParse) *inputSet {
+	s.stream = stream
+	return s
+}
+
 // sweepFolders resolves sweep folders among bundles: a node's bundle
 // inside one is read with the folder's objects; a whole folder names one
 // node's bundle (a sweep reads its nodes one request each).
