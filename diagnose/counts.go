@@ -878,35 +878,68 @@ func builtinJumps(t *inspect.IPTable) int {
 // rules) that no rule reachable from kube-proxy's entry chains jumps to,
 // leaving out chains stale already covers.
 func unreferencedServiceChains(t *inspect.IPTable, stale ChainSet) (chains, rules int) {
-	reached := map[string]bool{}
-	var queue []string
-	for _, entry := range []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts, kubeproxy.ChainPostrouting, kubeproxy.ChainMarkMasq} {
-		if t.Chain(entry) != nil {
-			reached[entry] = true
-			queue = append(queue, entry)
+	var queue []*inspect.IPChain
+	reached := newChainMarks(t)
+	reach := func(c *inspect.IPChain) {
+		if c != nil && reached.mark(c) {
+			queue = append(queue, c)
 		}
 	}
+	for _, entry := range []string{kubeproxy.ChainServices, kubeproxy.ChainNodePorts, kubeproxy.ChainPostrouting, kubeproxy.ChainMarkMasq} {
+		reach(t.Chain(entry))
+	}
 	for len(queue) > 0 {
-		c := t.Chain(queue[0])
+		c := queue[0]
 		queue = queue[1:]
-		if c == nil {
-			continue
-		}
 		for _, r := range c.Rules {
-			if r.Target != "" && !reached[r.Target] && strings.HasPrefix(r.Target, kubeproxy.PrefixKube) {
-				reached[r.Target] = true
-				queue = append(queue, r.Target)
+			if strings.HasPrefix(r.Target, kubeproxy.PrefixKube) {
+				reach(t.Chain(r.Target))
 			}
 		}
 	}
 	for _, c := range t.Chains {
-		if c == nil || c.Deleted || !kubeproxy.IsServiceChainName(c.Name) || reached[c.Name] || stale.Has(t.Family, t.Name, c.Name) {
+		if c == nil || c.Deleted || !kubeproxy.IsServiceChainName(c.Name) || reached.has(c) || stale.Has(t.Family, t.Name, c.Name) {
 			continue
 		}
 		chains++
 		rules += len(c.Rules)
 	}
 	return chains, rules
+}
+
+// chainMarks marks chains of a table by their position: a nat table of
+// 100,000 chains made a map of their names grow and rehash all the way. A
+// chain not at its position (a table changed after it was indexed) is
+// marked in a map.
+type chainMarks struct {
+	t     *inspect.IPTable
+	at    []bool
+	moved map[*inspect.IPChain]bool
+}
+
+func newChainMarks(t *inspect.IPTable) *chainMarks {
+	t.Reindex() // positions are the table's Chains' from here on
+	return &chainMarks{t: t, at: make([]bool, len(t.Chains)), moved: map[*inspect.IPChain]bool{}}
+}
+
+// mark marks c; false when it was marked already.
+func (m *chainMarks) mark(c *inspect.IPChain) bool {
+	if m.has(c) {
+		return false
+	}
+	if p := c.Pos(); p < len(m.at) && m.t.Chains[p] == c {
+		m.at[p] = true
+	} else {
+		m.moved[c] = true
+	}
+	return true
+}
+
+func (m *chainMarks) has(c *inspect.IPChain) bool {
+	if p := c.Pos(); p < len(m.at) && m.t.Chains[p] == c {
+		return m.at[p]
+	}
+	return m.moved[c]
 }
 
 // suspectRules lists rules in kube-proxy's chains that kube-proxy does not
