@@ -796,12 +796,20 @@ func recentOf(r *inspect.IPRule) *inspect.Recent {
 
 // joinEndpoints compares the endpoints the routes reach with the slices.
 func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
-	eps := make(map[string]*EndpointPath, len(exp.byEndpoint))
+	// The endpoints are gathered in place, found by position: one
+	// allocation per endpoint, copied out after, cost more than the join.
+	// A pointer get returns holds until the next get.
+	base := len(pp.Endpoints)
+	pp.Endpoints = slices.Grow(pp.Endpoints, len(exp.byEndpoint))
+	at := make(map[string]int, len(exp.byEndpoint))
 	get := func(ep string) *EndpointPath {
-		if eps[ep] == nil {
-			eps[ep] = &EndpointPath{Endpoint: ep}
+		i, ok := at[ep]
+		if !ok {
+			i = len(pp.Endpoints)
+			at[ep] = i
+			pp.Endpoints = append(pp.Endpoints, EndpointPath{Endpoint: ep})
 		}
-		return eps[ep]
+		return &pp.Endpoints[i]
 	}
 	for ep, e := range exp.byEndpoint {
 		p := get(ep)
@@ -851,12 +859,10 @@ func joinEndpoints(pp *PortPath, sp *ServicePort, exp expectation) {
 			}
 		}
 	}
-	pp.Endpoints = slices.Grow(pp.Endpoints, len(eps))
-	for _, p := range eps {
-		if p.ExternalShare != nil && math.Abs(*p.ExternalShare-p.Share) < 1e-9 {
+	for i := base; i < len(pp.Endpoints); i++ {
+		if p := &pp.Endpoints[i]; p.ExternalShare != nil && math.Abs(*p.ExternalShare-p.Share) < 1e-9 {
 			p.ExternalShare = nil
 		}
-		pp.Endpoints = append(pp.Endpoints, *p)
 	}
 	sort.Slice(pp.Endpoints, func(i, j int) bool { return pp.Endpoints[i].Endpoint < pp.Endpoints[j].Endpoint })
 	pp.LocalPolicy = sp.InternalLocal || (sp.ExternalLocal && hasExternal(sp))
@@ -963,7 +969,9 @@ func numgenEntries(rule string) mapEntries {
 		return mapEntries{}
 	}
 	open += at
-	m := mapEntries{open: open, byKey: map[int]string{}, byData: map[string]int{}}
+	// Sized for its entries: a Service's map has one per endpoint.
+	n := strings.Count(rule[open:], ",") + 1
+	m := mapEntries{open: open, byKey: make(map[int]string, n), byData: make(map[string]int, n)}
 	depth, start := 0, open+1
 	for i := open; i < len(rule); i++ {
 		switch rule[i] {
