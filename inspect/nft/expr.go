@@ -231,6 +231,21 @@ type stmtParser struct {
 	text string
 	toks []ruleTok
 	i    int
+	// exprs is where the rule's expressions are cut from: a Service's
+	// numgen map has a few per endpoint, and an allocation each was most
+	// of what an evaluator's parsing allocated.
+	exprs []Expr
+}
+
+// newExpr is e in the parser's slab; a full slab is left to the
+// expressions it holds (their pointers stay good) for a new one.
+func (p *stmtParser) newExpr(e Expr) *Expr {
+	if len(p.exprs) == cap(p.exprs) {
+		// A rule has about an expression per two tokens.
+		p.exprs = make([]Expr, 0, max(8, (len(p.toks)-p.i)/2+1))
+	}
+	p.exprs = append(p.exprs, e)
+	return &p.exprs[len(p.exprs)-1]
 }
 
 // lexRule splits rule text into words, quoted strings (quotes kept) and
@@ -428,7 +443,7 @@ func (p *stmtParser) nat() (Statement, bool) {
 	if p.peek() == "to" {
 		p.i++
 		if strings.HasPrefix(p.peek(), ":") { // redirect to :8080, masquerade to :1000-2000
-			st.Port = &Expr{Kind: ExprLiteral, Name: p.next()[1:]}
+			st.Port = p.newExpr(Expr{Kind: ExprLiteral, Name: p.next()[1:]})
 		} else {
 			e, ok := p.expr()
 			if !ok {
@@ -558,10 +573,10 @@ func (p *stmtParser) rhs() (*Expr, bool) {
 			}
 			parts = append(parts, v)
 		}
-		e = &Expr{Kind: ExprConcat, Args: parts}
+		e = p.newExpr(Expr{Kind: ExprConcat, Args: parts})
 	}
 	if p.peek() == "," && e.Kind == ExprLiteral { // ct state established,related
-		list := &Expr{Kind: ExprList, Args: []*Expr{e}}
+		list := p.newExpr(Expr{Kind: ExprList, Args: []*Expr{e}})
 		for p.peek() == "," {
 			p.i++
 			v, ok := p.value()
@@ -582,12 +597,12 @@ func (p *stmtParser) value() (*Expr, bool) {
 		return p.set()
 	case strings.HasPrefix(t, "@") && len(t) > 1:
 		p.i++
-		return &Expr{Kind: ExprSetRef, Name: t[1:]}, true
+		return p.newExpr(Expr{Kind: ExprSetRef, Name: t[1:]}), true
 	case t == "" || t == "}" || t == "," || t == "(" || t == ")":
 		return nil, false
 	}
 	p.i++
-	return &Expr{Kind: ExprLiteral, Name: unquote(p.tok(p.i - 1))}, true
+	return p.newExpr(Expr{Kind: ExprLiteral, Name: unquote(p.tok(p.i - 1))}), true
 }
 
 // set reads `{ a, b }` or `{ k : v, … }` (elements may be concatenations
@@ -596,7 +611,7 @@ func (p *stmtParser) set() (*Expr, bool) {
 	if p.next() != "{" {
 		return nil, false
 	}
-	s := &Expr{Kind: ExprSet}
+	s := p.newExpr(Expr{Kind: ExprSet})
 	for p.i < len(p.toks) {
 		if p.peek() == "}" {
 			p.i++
@@ -664,7 +679,7 @@ func (p *stmtParser) rhsNoList() (*Expr, bool) {
 		}
 		parts = append(parts, v)
 	}
-	return &Expr{Kind: ExprConcat, Args: parts}, true
+	return p.newExpr(Expr{Kind: ExprConcat, Args: parts}), true
 }
 
 // elementValue reads a map element's value: a verdict (`goto chain`,
@@ -673,10 +688,10 @@ func (p *stmtParser) elementValue() (*Expr, bool) {
 	switch t := p.peek(); t {
 	case "jump", "goto":
 		p.i += 2
-		return &Expr{Kind: ExprLiteral, Name: t + " " + unquote(p.tok(p.i-1))}, true
+		return p.newExpr(Expr{Kind: ExprLiteral, Name: t + " " + unquote(p.tok(p.i-1))}), true
 	case "accept", "drop", "continue", "return":
 		p.i++
-		return &Expr{Kind: ExprLiteral, Name: t}, true
+		return p.newExpr(Expr{Kind: ExprLiteral, Name: t}), true
 	}
 	return p.rhsNoList()
 }
@@ -700,7 +715,7 @@ func (p *stmtParser) expr() (*Expr, bool) {
 		}
 		parts = append(parts, e)
 	}
-	return p.mapLookup(&Expr{Kind: ExprConcat, Args: parts})
+	return p.mapLookup(p.newExpr(Expr{Kind: ExprConcat, Args: parts}))
 }
 
 func (p *stmtParser) mapLookup(e *Expr) (*Expr, bool) {
@@ -712,7 +727,7 @@ func (p *stmtParser) mapLookup(e *Expr) (*Expr, bool) {
 	if !ok || m.Kind != ExprSet && m.Kind != ExprSetRef {
 		return nil, false
 	}
-	return &Expr{Kind: ExprMap, Args: []*Expr{e, m}}, true
+	return p.newExpr(Expr{Kind: ExprMap, Args: []*Expr{e, m}}), true
 }
 
 // operand reads a primary with binary operators applied.
@@ -739,7 +754,7 @@ func (p *stmtParser) operand() (*Expr, bool) {
 		if !ok {
 			return nil, false
 		}
-		e = &Expr{Kind: ExprBinop, Name: op, Args: []*Expr{e, r}}
+		e = p.newExpr(Expr{Kind: ExprBinop, Name: op, Args: []*Expr{e, r}})
 	}
 }
 
@@ -754,17 +769,17 @@ func (p *stmtParser) primary() (*Expr, bool) {
 			return nil, false
 		}
 		p.i += 2
-		return &Expr{Kind: ExprSelector, Name: t + " " + field}, true
+		return p.newExpr(Expr{Kind: ExprSelector, Name: t + " " + field}), true
 	case "meta":
 		key := p.tok(p.i + 1)
 		if key == "" {
 			return nil, false
 		}
 		p.i += 2
-		return &Expr{Kind: ExprSelector, Name: "meta " + key}, true
+		return p.newExpr(Expr{Kind: ExprSelector, Name: "meta " + key}), true
 	case "mark", "iif", "oif", "iifname", "oifname", "l4proto", "nfproto", "iiftype", "oiftype", "skuid", "skgid", "pkttype":
 		p.i++
-		return &Expr{Kind: ExprSelector, Name: "meta " + t}, true
+		return p.newExpr(Expr{Kind: ExprSelector, Name: "meta " + t}), true
 	case "ct":
 		return p.ctSelector()
 	case "fib":
@@ -780,13 +795,13 @@ func (p *stmtParser) primary() (*Expr, bool) {
 	}
 	if strings.HasPrefix(t, "@") {
 		p.i++
-		return &Expr{Kind: ExprSetRef, Name: t[1:]}, true
+		return p.newExpr(Expr{Kind: ExprSetRef, Name: t[1:]}), true
 	}
 	if statementWords[t] || selectorWords[t] {
 		return nil, false
 	}
 	p.i++
-	return &Expr{Kind: ExprLiteral, Name: unquote(t)}, true
+	return p.newExpr(Expr{Kind: ExprLiteral, Name: unquote(t)}), true
 }
 
 // ctSelector reads `ct KEY` at p.i, `ct original|reply [ip|ip6] KEY` too.
@@ -804,7 +819,7 @@ func (p *stmtParser) ctSelector() (*Expr, bool) {
 		}
 		key += " " + sub
 	}
-	return &Expr{Kind: ExprSelector, Name: "ct " + key}, true
+	return p.newExpr(Expr{Kind: ExprSelector, Name: "ct " + key}), true
 }
 
 // fib reads `fib daddr [. iif|. oif|. mark] type|oif|oifname` at p.i.
@@ -828,7 +843,7 @@ func (p *stmtParser) fib() (*Expr, bool) {
 		return nil, false
 	}
 	p.i = j + 1
-	return &Expr{Kind: ExprSelector, Name: "fib " + strings.Join(parts, " . ") + " " + result}, true
+	return p.newExpr(Expr{Kind: ExprSelector, Name: "fib " + strings.Join(parts, " . ") + " " + result}), true
 }
 
 // numgen reads `numgen MODE mod N [offset O]` at p.i.
@@ -842,7 +857,7 @@ func (p *stmtParser) numgen() (*Expr, bool) {
 		return nil, false
 	}
 	p.i += 4
-	e := &Expr{Kind: ExprNumgen, Name: mode, Mod: mod}
+	e := p.newExpr(Expr{Kind: ExprNumgen, Name: mode, Mod: mod})
 	if p.peek() == "offset" {
 		off, err := strconv.ParseUint(p.tok(p.i+1), 10, 32)
 		if err != nil {
@@ -865,7 +880,7 @@ func (p *stmtParser) flagList() (*Expr, bool) {
 	if p.next() != ")" {
 		return nil, false
 	}
-	return &Expr{Kind: ExprLiteral, Name: b.String()}, true
+	return p.newExpr(Expr{Kind: ExprLiteral, Name: b.String()}), true
 }
 
 // DescribeStatement is a short description of st for messages.
