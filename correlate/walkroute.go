@@ -206,8 +206,10 @@ func (w *walker) walkRoute(sp *ServicePort, traffic string, e TraceEntry, origin
 	}
 	pkt := evaluate.Packet{Family: fam, Protocol: sp.Proto(), Src: netip.AddrPortFrom(src, 40000), Dst: e.Dst, Origin: origin}
 	// Every endpoint is an outcome, twice with affinity: a Service larger
-	// than the walk's default bound still gets all of its own.
-	res := w.ev.Walk(pkt, evaluate.Options{Brief: true, MaxOutcomes: max(evaluate.DefaultMaxOutcomes, 4*len(sp.Endpoints)+1024)})
+	// than the walk's default bound still gets all of its own. The
+	// result is the evaluator's scratch: the route keeps copies of what it
+	// needs (strings), nothing of the outcomes or their paths.
+	res := w.ev.WalkScratch(pkt, evaluate.Options{Brief: true, MaxOutcomes: max(evaluate.DefaultMaxOutcomes, 4*len(sp.Endpoints)+1024)})
 	rt := Route{Traffic: traffic, Entry: e.Kind, Address: e.Dst.String(), From: string(origin), Source: src.String(), Chains: []string{},
 		Hops: make([]RouteHop, 0, len(res.Outcomes)), Truncated: res.Truncated}
 	sum := 0.0

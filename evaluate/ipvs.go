@@ -178,7 +178,7 @@ func (w *walk) ipvsStep(t *thread, hook string) bool {
 		if w.pkt.Family == kubeproxy.IPv6 {
 			t.reject = "icmp6-port-unreachable"
 		}
-		t.addHop(Hop{Hook: hook, Table: "ipvs", Family: string(w.pkt.Family), Backend: "ipvs", Chain: ipvsName(svc), Rule: -1,
+		w.addHop(t, Hop{Hook: hook, Table: "ipvs", Family: string(w.pkt.Family), Backend: "ipvs", Chain: ipvsName(svc), Rule: -1,
 			Verb: "reject", Target: t.reject, Action: w.words("no real server to schedule: reject " + t.reject)})
 		t.end = VerdictReject
 		return false
@@ -214,13 +214,13 @@ func (w *walk) ipvsTo(t *thread, hook string, svc *ipvs.Service, vs *IPVSService
 	case ipvs.ForwardMasq, ipvs.ForwardLocal, "":
 	default:
 		h.Verb, h.Action = "unknown", w.words("not modelled: IPVS forwarding method "+rs.Forward)
-		t.addHop(h)
+		w.addHop(t, h)
 		w.note(NotModelled{Table: "ipvs", Chain: ipvsName(svc), Rule: i, What: "IPVS forwarding method " + rs.Forward,
 			Why: "kube-proxy uses Masq (NAT) only; the outcome is unknown"})
 		t.end = VerdictUnknown
 		return false
 	}
-	t.addHop(h)
+	w.addHop(t, h)
 	t.ipvsSvc = svc
 	t.dst, t.dnat, t.natDst = to, true, true
 	if w.e.isLocal(to.Addr()) {

@@ -27,6 +27,7 @@ type Evaluator struct {
 	sets     map[setKey]*elemIndex
 	alts     map[*nft.Expr]alternativeWords
 	keyBuf   []byte    // scratch for a lookup's key
+	hops     hopArena  // the hops of the last WalkScratch
 	free     []*thread // threads of ended branches, for the next forks
 	outcomes []Outcome // scratch for a walk's outcomes
 	// ipvsIndex: the IPVS table's virtual services (Node.IPVS; ipvs.go)
@@ -59,6 +60,12 @@ const maxDepth = 16
 
 // Walk returns every outcome of the new connection p.
 func (e *Evaluator) Walk(p Packet, opts Options) *Result {
+	return e.walk(p, opts, false)
+}
+
+// walk is Walk; scratch: the result is the evaluator's scratch
+// (WalkScratch).
+func (e *Evaluator) walk(p Packet, opts Options, scratch bool) *Result {
 	if opts.MaxOutcomes <= 0 {
 		opts.MaxOutcomes = DefaultMaxOutcomes
 	}
@@ -67,9 +74,15 @@ func (e *Evaluator) Walk(p Packet, opts Options) *Result {
 	}
 	// The outcomes gather in the evaluator's scratch and are copied out
 	// once, sized: appending to a fresh list grew it a dozen times a walk.
-	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: e.outcomes[:0], NotModelled: []NotModelled{}}}
+	w := &walk{e: e, opts: opts, res: &Result{Packet: p, Outcomes: e.outcomes[:0], NotModelled: []NotModelled{}}, scratch: scratch}
+	if scratch {
+		e.hops.reset()
+	}
 	defer func() {
 		e.outcomes = w.res.Outcomes
+		if scratch {
+			return
+		}
 		w.res.Outcomes = append(make([]Outcome, 0, len(e.outcomes)), e.outcomes...)
 		clear(e.outcomes) // hold no path of a walk that is over
 	}()
@@ -144,6 +157,8 @@ type walk struct {
 	brs   []branch
 	conds []cond
 	vals  []value
+	// scratch: the hops are cut from the evaluator's arena (WalkScratch)
+	scratch bool
 }
 
 // result is a rule's branches: t with eff, then the forks.
@@ -237,7 +252,14 @@ func (e *Evaluator) release(t *thread) {
 	e.free = append(e.free, t)
 }
 
-func (t *thread) addHop(h Hop) { t.path = &hopNode{hop: h, prev: t.path} }
+// addHop adds h to t's path.
+func (w *walk) addHop(t *thread, h Hop) {
+	if w.scratch {
+		t.path = w.e.hops.take(h, t.path)
+		return
+	}
+	t.path = &hopNode{hop: h, prev: t.path}
+}
 
 func (t *thread) assume(a Assumption) { t.assumes = &assumeNode{a: a, prev: t.assumes} }
 
@@ -311,7 +333,7 @@ func (w *walk) run(t *thread) {
 				continue
 			}
 			if !w.opts.Brief {
-				t.addHop(w.hop(t, top.ch, -1, "", "return", "", "return (end of chain)"))
+				w.addHop(t, w.hop(t, top.ch, -1, "", "return", "", "return (end of chain)"))
 			}
 			t.frames = t.frames[:len(t.frames)-1]
 			continue
@@ -447,7 +469,7 @@ func (w *walk) apply(t *thread, ch chainRef, i int, eff effect) bool {
 // accept unless Brief).
 func (w *walk) policyHop(t *thread, ch chainRef, policy string) {
 	if policy == "drop" || !w.opts.Brief {
-		t.addHop(w.hop(t, ch, -1, "", "policy", policy, "policy "+policy))
+		w.addHop(t, w.hop(t, ch, -1, "", "policy", policy, "policy "+policy))
 	}
 }
 
@@ -695,7 +717,7 @@ func (w *walk) ruleHop(t *thread, ch chainRef, i int, share *Prob, verb, target,
 	text, line := w.e.ruleText(ch, i)
 	h := w.hop(t, ch, i, text, verb, target, action)
 	h.Line, h.Share = line, share
-	t.addHop(h)
+	w.addHop(t, h)
 }
 
 func (w *walk) hop(t *thread, ch chainRef, rule int, text, verb, target, action string) Hop {
