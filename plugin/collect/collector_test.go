@@ -1714,22 +1714,28 @@ func TestCollectPollsStartingPod(t *testing.T) {
 				}
 			}
 			c := e.collector(Options{Node: testNode, Via: ViaDebugPod})
-			var waited []time.Duration
-			c.after = func(d time.Duration) <-chan time.Time {
-				waited = append(waited, d)
-				ch := make(chan time.Time, 1)
-				ch <- fixedTime.Add(d)
-				return ch
-			}
+			waited := recordWaits(c)
 			if _, err := c.Collect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(waited, tc.want) {
-				t.Errorf("waited %v between looks at the pod, want %v", waited, tc.want)
+			if !slices.Equal(*waited, tc.want) {
+				t.Errorf("waited %v between looks at the pod, want %v", *waited, tc.want)
 			}
 			if looks != tc.pending+1 {
 				t.Errorf("looked at the pod %d times, want %d", looks, tc.pending+1)
 			}
 		})
 	}
+}
+
+// recordWaits makes c's waits end at once, each recorded.
+func recordWaits(c *Collector) *[]time.Duration {
+	var waited []time.Duration
+	c.after = func(d time.Duration) <-chan time.Time {
+		waited = append(waited, d)
+		ch := make(chan time.Time, 1)
+		ch <- fixedTime.Add(d)
+		return ch
+	}
+	return &waited
 }

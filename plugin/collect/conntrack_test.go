@@ -321,18 +321,12 @@ func TestConntrackStatsInterval(t *testing.T) {
 			conntrackOutputs(e.runner, objs, "")
 			c := e.collector(Options{Node: testNode, Via: ViaDebugPod, Objects: objs, Kernel: true, StatsInterval: tc.interval})
 			c.now = func() time.Time { return fixedTime } // no time passes between the reads
-			var waited []time.Duration
-			c.after = func(d time.Duration) <-chan time.Time {
-				waited = append(waited, d)
-				ch := make(chan time.Time, 1)
-				ch <- fixedTime.Add(d)
-				return ch
-			}
+			waited := recordWaits(c)
 			if _, err := c.Collect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if len(waited) != 1 || waited[0] != tc.want {
-				t.Errorf("waited %v, want once %v", waited, tc.want)
+			if len(*waited) != 1 || (*waited)[0] != tc.want {
+				t.Errorf("waited %v, want once %v", *waited, tc.want)
 			}
 		})
 	}
