@@ -126,41 +126,24 @@ func jumpTargets(line []byte, fn func(target []byte)) {
 // filterIPTablesDump keeps every line of data except the rules of
 // per-service chains outside keep, which it first closes over the jumps
 // of the rules it keeps (a comment that reads like a jump only keeps more).
-// dropped counts the rules left out.
+// dropped counts the rules left out. It is trace's walkFilter
+// (trace_load.go) keeping the declarations and the line numbers' order
+// without blank lines: both read data's lines once, as dumpSpans.
 func filterIPTablesDump(data []byte, keep map[string]bool) (out []byte, dropped int) {
-	lines := func(fn func(line []byte)) {
-		for rest := data; len(rest) > 0; {
-			line := rest
-			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-				line, rest = rest[:i+1], rest[i+1:]
-			} else {
-				rest = nil
-			}
-			fn(line)
-		}
+	spans := dumpSpans(data)
+	if spans == nil {
+		return data, 0 // past what spans can index (2 GiB): read whole
 	}
-	for grew := true; grew; {
-		grew = false
-		lines(func(line []byte) {
-			if c := ruleChain(line); c != nil && keep[string(c)] {
-				jumpTargets(bytes.TrimRight(line, "\r\n"), func(t []byte) {
-					if !keep[string(t)] {
-						keep[string(t)] = true
-						grew = true
-					}
-				})
-			}
-		})
-	}
+	closeOverJumps(data, spans, keep)
 	var b bytes.Buffer
 	b.Grow(len(data) / 16)
-	lines(func(line []byte) {
-		if c := ruleChain(line); c != nil && perServiceChain(c) && !keep[string(c)] {
-			dropped++
-			return
+	for _, sp := range spans {
+		if !sp.perService || sp.decl || keep[string(sp.chain(data))] {
+			b.Write(data[sp.start:sp.end])
+			continue
 		}
-		b.Write(line)
-	})
+		dropped += sp.lines(data)
+	}
 	return b.Bytes(), dropped
 }
 

@@ -67,6 +67,15 @@ func (sp dumpSpan) chain(data []byte) []byte {
 	return data[sp.name : sp.name+int32(sp.nameLen)]
 }
 
+// lines counts the span's lines, the last one's even without a newline.
+func (sp dumpSpan) lines(data []byte) int {
+	n := bytes.Count(data[sp.start:sp.end], []byte{'\n'})
+	if sp.end > sp.start && data[sp.end-1] != '\n' {
+		n++
+	}
+	return n
+}
+
 // startsTable: the span holds a "*table" line.
 func (sp dumpSpan) startsTable(data []byte) bool {
 	text := data[sp.start:sp.end]
@@ -93,10 +102,7 @@ func walkFilter(data []byte, spans []dumpSpan, keep map[string]bool) (out []byte
 		}
 		// an empty line for each line left out: the rules kept keep
 		// their line numbers (a hop's "line")
-		n := bytes.Count(data[sp.start:sp.end], []byte{'\n'})
-		if data[sp.end-1] != '\n' {
-			n++
-		}
+		n := sp.lines(data)
 		if !sp.decl {
 			dropped += n
 		}
