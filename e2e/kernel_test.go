@@ -226,25 +226,8 @@ func kernelCases(t *testing.T, n kNode, svcs map[string]kSvc) []kCase {
 		c("no-endpoints cluster IP from the node", kNodeF, cip, "no-endpoints", "http", reject),
 		c("scaled cluster IP (scaled down) from a pod", kPod, cip, "scaled", "http", dnat),
 	}
-	// A cluster IP on a port it does not serve, and an address of the
-	// Service CIDR no Service has: iptables mode lets both through
-	// un-DNATed (into the sink), nftables mode rejects the one and drops
-	// the other (cluster-ips-check).
 	s, _ := get("clusterip", "http")
-	notServed := map[string]string{"iptables": kernelprobe.Accept, "nftables": reject}[n.mode]
-	unallocated := map[string]string{"iptables": kernelprobe.Accept, "nftables": drop}[n.mode]
-	if n.mode == "nftables" && !unallocatedDropWritten(t, n.name) {
-		unallocated = kernelprobe.Accept // trace and kernel must still agree on it
-	}
-	cases = append(cases,
-		kCase{name: "clusterip cluster IP on a port it does not serve, from a pod", from: kPod, proto: "tcp", dst: netip.AddrPortFrom(s.clusterIP, 81), want: notServed},
-		kCase{name: "an unallocated address of the Service CIDR, from a pod", from: kPod, proto: "tcp", dst: netip.AddrPortFrom(unallocatedIP(t), 80), want: unallocated})
-	// A datagram of the node's own to a loopback port nothing listens on:
-	// delivered (UDP keeps its entry), not a Service at all; in iptables
-	// mode past KUBE-FIREWALL's "block incoming localnet connections",
-	// which only a source off 127.0.0.0/8 meets.
-	cases = append(cases, kCase{name: "udp to 127.0.0.1, no Service, from the node", from: kNodeF, proto: "udp",
-		dst: netip.MustParseAddrPort("127.0.0.1:9"), want: kernelprobe.Accept})
+	cases = append(cases, strayCases(t, n, s)...)
 	// Node ports on 127.0.0.1, iptables mode only (kube-proxy's
 	// localhost node ports, route_localnet=1); nftables mode has none, and
 	// TCP to a node port nothing listens on would be reset.
@@ -263,6 +246,28 @@ func kernelCases(t *testing.T, n kNode, svcs map[string]kSvc) []kCase {
 		cases = append(cases, a)
 	}
 	return cases
+}
+
+// strayCases are flows no Service port takes: a cluster IP on a port it
+// does not serve and an address of the Service CIDR no Service has
+// (iptables mode lets both through un-DNATed, into the sink; nftables mode
+// rejects the one and drops the other: cluster-ips-check), and a datagram
+// of the node's own to a loopback port nothing listens on: delivered (UDP
+// keeps its entry), not a Service at all; in iptables mode past
+// KUBE-FIREWALL's "block incoming localnet connections", which only a
+// source off 127.0.0.0/8 meets.
+func strayCases(t *testing.T, n kNode, clusterip kSvc) []kCase {
+	t.Helper()
+	notServed := map[string]string{"iptables": kernelprobe.Accept, "nftables": kernelprobe.Reject}[n.mode]
+	unallocated := map[string]string{"iptables": kernelprobe.Accept, "nftables": kernelprobe.Drop}[n.mode]
+	if n.mode == "nftables" && !unallocatedDropWritten(t, n.name) {
+		unallocated = kernelprobe.Accept // trace and kernel must still agree on it
+	}
+	return []kCase{
+		{name: "clusterip cluster IP on a port it does not serve, from a pod", from: kPod, proto: "tcp", dst: netip.AddrPortFrom(clusterip.clusterIP, 81), want: notServed},
+		{name: "an unallocated address of the Service CIDR, from a pod", from: kPod, proto: "tcp", dst: netip.AddrPortFrom(unallocatedIP(t), 80), want: unallocated},
+		{name: "udp to 127.0.0.1, no Service, from the node", from: kNodeF, proto: "udp", dst: netip.MustParseAddrPort("127.0.0.1:9"), want: kernelprobe.Accept},
+	}
 }
 
 // unallocatedDropWritten says whether kube-proxy's cluster-ips-check chain
