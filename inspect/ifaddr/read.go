@@ -63,6 +63,9 @@ func (p *parser) line(no int64, raw []byte) {
 		return
 	}
 	f := strings.Fields(l)
+	if len(f) == 0 {
+		return // white space TrimPasted keeps (a form feed)
+	}
 	if pre, ok := addrOf(f); ok && p.inBlock {
 		if p.wanted {
 			p.add(pre)
