@@ -25,7 +25,7 @@ type NodeCommand struct {
 	// Program is the binary: "iptables-nft-save", "ip6tables-nft", "nft".
 	Program string
 	// Family is the IP family whose rules the command reads; "" for the
-	// commands that read none (iptables -V, nft --version, nft list tables).
+	// commands that read none (iptables -V, nft --version).
 	Family kubeproxy.Family
 	// Backend is the iptables backend an iptables program reads; unknown
 	// for the image's wrapper (plain "iptables", which picks the node's)

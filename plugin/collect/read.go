@@ -212,7 +212,7 @@ func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metric
 	p.Backend = ParseIPTablesVersion(outs[version].String())
 	p.NFTKnown = rcs[nftVersion] == 0
 	if p.NFTKnown {
-		// The tables kube-proxy's mode (or its nat-postrouting chain)
+		// The tables kube-proxy's mode (or its table found by NFTKubeProxyTable)
 		// implies, and iptables-nft's where its KUBE-POSTROUTING chain
 		// exists.
 		p.guessed = true
