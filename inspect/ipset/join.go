@@ -1,5 +1,7 @@
 package ipset
 
+import "strconv"
+
 // Join is the sets of all of ss, each set once: a list and a save of the
 // same sets (pasted together, or read from two files) give one set each,
 // with the members of both (a member once) and what either form shows
@@ -9,6 +11,7 @@ func Join(ss ...*Sets) *Sets {
 	var out *Sets
 	index := map[string]int{}
 	seen := map[int]map[string]bool{} // set index -> members kept, made when a set is joined
+	warned := map[int]bool{}
 	for _, s := range ss {
 		if s == nil {
 			continue
@@ -29,7 +32,10 @@ func Join(ss ...*Sets) *Sets {
 				out.Sets = append(out.Sets, set)
 				continue
 			}
-			joinSet(&out.Sets[i], &set, seenOf(seen, i, out.Sets[i].Members))
+			if why := joinSet(&out.Sets[i], &set, seenOf(seen, i, out.Sets[i].Members)); why != "" && !warned[i] {
+				warned[i] = true // once a set, so warnings stay within the sets
+				out.Warnings = append(out.Warnings, why)
+			}
 		}
 	}
 	return out
@@ -48,7 +54,13 @@ func seenOf(seen map[int]map[string]bool, i int, ms []Member) map[string]bool {
 }
 
 // joinSet fills in what dst lacks from src and adds src's new members.
-func joinSet(dst, src *Set, seen map[string]bool) {
+// Members read by another type than dst's are kept raw only, and said.
+func joinSet(dst, src *Set, seen map[string]bool) (why string) {
+	otherType := dst.Type != "" && src.Type != "" && dst.Type != src.Type
+	if otherType {
+		why = "set " + dst.Name + " is " + strconv.Quote(dst.Type) + " in one listing and " +
+			strconv.Quote(src.Type) + " in another; the second's members are kept unread"
+	}
 	if dst.Type == "" {
 		dst.Type = src.Type
 	}
@@ -81,9 +93,13 @@ func joinSet(dst, src *Set, seen map[string]bool) {
 	for _, m := range src.Members {
 		if !seen[m.Raw] {
 			seen[m.Raw] = true
+			if otherType {
+				m = Member{Raw: m.Raw, Comment: m.Comment}
+			}
 			dst.Members = append(dst.Members, m)
 		}
 	}
+	return why
 }
 
 func addTruncation(a, b Truncation) Truncation {

@@ -23,16 +23,15 @@ func parseMember(typ, family, text string) (m Member, ok bool) {
 		m.Comment = c
 	}
 	kind, comps, _ := strings.Cut(typ, ":")
-	if raw == "" || strings.Count(raw, ",") != strings.Count(comps, ",") {
+	parts, names := strings.Split(raw, ","), strings.Split(comps, ",")
+	if raw == "" || len(parts) != len(names) || kind != "hash" && kind != "bitmap" {
 		return Member{Raw: raw, Comment: m.Comment}, false
 	}
 	ips := 0
-	for rest, names := raw, comps; rest != ""; {
-		// member parts and type components pair up, one per comma
-		var part, name string
-		part, rest, _ = strings.Cut(rest, ",")
-		name, names, _ = strings.Cut(names, ",")
-		if !m.component(name, kind, part, &ips) {
+	for i, part := range parts {
+		// member parts and type components pair up, one per comma; an
+		// empty part (a trailing comma) is read, and refused, like any
+		if !m.component(names[i], kind, part, &ips) {
 			return Member{Raw: raw, Comment: m.Comment}, false
 		}
 	}

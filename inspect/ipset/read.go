@@ -42,7 +42,7 @@ func Read(r io.Reader, lim Limits) (*Sets, error) {
 		j.Format = s.Format
 		s = j
 	}
-	s.Warnings = append(p.w.Done(), p.notes(s)...)
+	s.Warnings = append(append(p.w.Done(), s.Warnings...), p.notes(s)...)
 	return s, lr.Err
 }
 
@@ -80,8 +80,10 @@ func (p *parser) line(no int64, raw []byte) {
 	case p.inMembers:
 		p.member(no, raw, l, p.cur, p.curOut)
 	default:
-		if !p.header(l) {
+		if ok, why := p.header(l); !ok {
 			p.w.Line(no, raw, "not an ipset save or list line")
+		} else if why != "" {
+			p.w.Line(no, raw, why)
 		}
 	}
 }
@@ -117,7 +119,9 @@ func (p *parser) create(no int64, raw []byte, l string) {
 		return
 	}
 	set := &p.s.Sets[i]
-	set.Type = f[2]
+	if why := setType(set, f[2]); why != "" {
+		p.w.Line(no, raw, why)
+	}
 	if why := set.options(f[3:]); why != "" {
 		p.w.Line(no, raw, why)
 	}
@@ -163,32 +167,33 @@ func (p *parser) member(no int64, raw []byte, text string, i int, leftOut bool) 
 	p.members++
 }
 
-// header reads a line of `ipset list`'s header; false when it is none.
-func (p *parser) header(l string) bool {
-	key, val, ok := strings.Cut(l, ":")
-	if !ok {
-		return false
+// header reads a line of `ipset list`'s header; false when it is none,
+// why when it is one not understood.
+func (p *parser) header(l string) (ok bool, why string) {
+	key, val, found := strings.Cut(l, ":")
+	if !found {
+		return false, ""
 	}
 	val = strings.TrimSpace(val)
 	var set *Set
 	if p.cur >= 0 {
 		set = &p.s.Sets[p.cur]
 	} else if !p.curOut {
-		return false
+		return false, ""
 	}
 	switch key {
 	case "Type", "Revision", "Header", "Size in memory", "References", "Number of entries", "Members":
 	default:
-		return false
+		return false, ""
 	}
 	p.list = true
 	if set == nil { // the set was left out by the cap
 		p.inMembers = key == "Members"
-		return true
+		return true, ""
 	}
 	switch key {
 	case "Type":
-		set.Type = val
+		why = setType(set, val)
 	case "Revision":
 		set.Revision = number(val)
 	case "Header":
@@ -200,7 +205,21 @@ func (p *parser) header(l string) bool {
 	case "Members":
 		p.inMembers, set.Listed = true, true
 	}
-	return true
+	return true, why
+}
+
+// setType gives the set its type. A set pasted twice keeps its first type,
+// as its members were read by it; a second, different one is said.
+func setType(set *Set, typ string) (why string) {
+	switch {
+	case !isType(typ):
+		return "set type " + strconv.Quote(typ) + " not understood"
+	case set.Type == "":
+		set.Type = typ
+	case set.Type != typ:
+		return "set " + set.Name + " given a second type " + strconv.Quote(typ) + ", " + strconv.Quote(set.Type) + " kept"
+	}
+	return ""
 }
 
 func number(s string) int64 {

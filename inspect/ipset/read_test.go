@@ -183,6 +183,12 @@ func TestReadWarnings(t *testing.T) {
 		{"create A hash:ip,port family inet\nadd A nonsense\n", `member not understood`},
 		{"add B 10.0.0.1\n", "not created before"},
 		{"create A hash:ip family inet\nadd A\t\n", "add without a member"},
+		// a trailing comma leaves the network out, it does not drop it
+		{"create A hash:ip,port,net family inet\nadd A 10.0.0.1,tcp:80,\n", `member not understood`},
+		// a type ipset does not have ("hash:" or "bitmap:" missing)
+		{"Name: A\nType: :ip,port\nMembers:\n10.0.0.1,80\n", `set type ":ip,port" not understood`},
+		{"Name: A\nType: hash:ip,port,net\nMembers:\n\ncreate A hash:ip\nadd A 10.0.0.1\n", `set A is "hash:ip,port,net" in one listing and "hash:ip" in another`},
+		{"Name: A\nType: hash:ip\nType: hash:ip,port\n", `set A given a second type "hash:ip,port", "hash:ip" kept`},
 		{"Name: A\nType: hash:ip\nGarbage here\n", "not an ipset"},
 		{"Name: A\nType: hash:ip\nNumber of entries: 3\nMembers:\n10.0.0.1\n", "3 entries, 1 members shown"},
 	}
