@@ -75,6 +75,9 @@ func TestReadForms(t *testing.T) {
 				{Protocol: ProtoFWMark, FWMark: 1, Family: 4, Scheduler: "rr", RealServers: []RealServer{saved("10.244.1.2:8443", ForwardMasq, 1)}},
 				extra,
 			}},
+		// ipvsadm-save writes -6 after a firewall mark only; an address is its own family
+		{"save: IPv6 fwmark", "-A -f 1 -6 -s rr\n-A -t [fd00::a]:53 -6 -s rr\n",
+			FormatSave, []Service{fwm6, fam6(svc(ProtoTCP, "[fd00::a]:53", "rr"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := mustRead(t, []byte(tc.in), Limits{})
@@ -103,6 +106,8 @@ func TestReadPartial(t *testing.T) {
 			[]string{`line 2 not understood (not an IPVS line): "\x00\xff"`, "line 3"}},
 		{"save without its service", "-a -t 10.96.0.1:443 -r 10.244.1.2:8443 -m -w 1\n", 0,
 			[]string{"(a real server of a service not listed before it)"}},
+		{"-6 on an IPv4 address", "-A -t 10.96.0.1:443 -6 -s rr\n", 0,
+			[]string{"(-6 given for an IPv4 service address)"}},
 		{"counters without a header", "TCP  10.96.0.1:443  1 2 3 4 5\n", 1,
 			[]string{"counters without the header that names them: read as --stats"}},
 	} {

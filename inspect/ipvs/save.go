@@ -47,6 +47,7 @@ func (p *parser) saveLine(f []string) string {
 type saveOpts struct {
 	svc Service
 	rs  RealServer
+	v6  bool // -6: a firewall-mark service's family; an address has its own
 }
 
 func (o *saveOpts) key() string {
@@ -77,8 +78,13 @@ func (p *parser) saveOptions(args []string) (o saveOpts, why string) {
 			i++
 		}
 	}
-	if o.svc.FWMark != 0 && o.svc.Family == 0 {
+	switch {
+	case o.svc.FWMark != 0 && o.v6:
+		o.svc.Family = 6
+	case o.svc.FWMark != 0:
 		o.svc.Family = 4
+	case o.v6 && o.svc.Addr.IsValid() && o.svc.Family != 6:
+		return o, "-6 given for an IPv4 service address"
 	}
 	return o, ""
 }
@@ -100,7 +106,7 @@ func (o *saveOpts) option(p *parser, a, val string) (takes bool, why string) {
 		o.svc.Protocol, o.svc.FWMark = ProtoFWMark, uint32(m)
 		return true, ""
 	case "-6", "--ipv6":
-		o.svc.Family = 6
+		o.v6 = true
 	case "-s", "--scheduler":
 		o.svc.Scheduler = val
 		return true, ""
