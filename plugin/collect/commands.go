@@ -114,9 +114,11 @@ func Allowed(argv []string) error {
 		}
 		return bad()
 	case prog == "nft":
-		// nft --version | nft list tables | nft [-j] list ruleset |
-		// nft [-j] list table FAMILY NAME | nft [-j] list chain FAMILY TABLE NAME |
-		// nft -t list sets table FAMILY NAME
+		// nft --version | nft [-j] list table FAMILY NAME |
+		// nft [-j] list chain FAMILY TABLE NAME | nft -t list sets table FAMILY NAME.
+		// Never list tables or ruleset: nft loads every table for them,
+		// minutes beside a big iptables-nft ruleset, and the plugin names
+		// the tables it reads.
 		if len(args) == 1 && args[0] == "--version" {
 			return nil
 		}
@@ -130,8 +132,6 @@ func Allowed(argv []string) error {
 			return bad()
 		}
 		switch {
-		case len(args) == 2 && (args[1] == "ruleset" || args[1] == "tables"):
-			return nil
 		case len(args) == 4 && args[1] == "table" && nftFamilies[args[2]] && nftTables[args[3]]:
 			return nil
 		case len(args) == 5 && args[1] == "chain" && nftFamilies[args[2]] && nftTables[args[3]] && nftObject.MatchString(args[4]):

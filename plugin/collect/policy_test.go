@@ -174,6 +174,7 @@ func TestPolicyAllowsExactlyTheReadCommands(t *testing.T) {
 	for _, evil := range append(slices.Clone(ipvsRefused), [][]string{
 		{"iptables", "-F"}, {"iptables", "-t", "nat", "-F"}, {"nft", "flush", "ruleset"}, {"sh"}, {"sh", "-c", "iptables -F"},
 		{"iptables-save", "-t", "raw"}, {"nft", "-f", "/tmp/x"}, {"iptables", "-t", "nat", "-S", "KUBE-X", "-F"},
+		{"nft", "list", "tables"}, {"nft", "-j", "list", "ruleset"}, {"nft", "list", "ruleset"},
 		{"sh", "-c", good[2] + "iptables -F\n"},
 		{"sh", "-c", good[2] + "'iptables' '-F'\n"},
 		{"sh", "-c", strings.Replace(good[2], `begin 0"`, `begin 0"; iptables -F; echo "`, 1)},
