@@ -1117,13 +1117,22 @@ func TestCollectNFTables(t *testing.T) {
 			if probed := r.ran("nft -t list sets table ip kube-proxy"); probed != (tc.proxyMode == "" && tc.configMode == "") {
 				t.Errorf("asked nft for kube-proxy's chain: %v (calls %v)", probed, r.calls)
 			}
-			if len(r.calls) < 2 || !slices.Contains(r.calls[1], jsonCmd) {
+			// With the mode known before any exec, the probe rides in the
+			// read's exec: one round trip fewer.
+			read := 1
+			if tc.proxyMode != "" || tc.configMode != "" {
+				read = 0
+				if !slices.Contains(r.calls[0], "iptables -V") || !slices.Contains(r.calls[0], "nft --version") {
+					t.Errorf("the probe is not in the read's exec: %q", r.calls)
+				}
+			}
+			if len(r.calls) <= read || !slices.Contains(r.calls[read], jsonCmd) {
 				t.Fatalf("the read plan %v lacks %q", r.calls, jsonCmd)
 			}
 			if r.ran("nft list table ip6 kube-proxy-other") || r.ran("nft list table ip nat") {
 				t.Errorf("read tables the node does not have: %v", r.calls)
 			}
-			retried := len(r.calls) == 3 && slices.Equal(r.calls[2], []string{textCmd})
+			retried := len(r.calls) == read+2 && slices.Equal(r.calls[read+1], []string{textCmd})
 			if retried != tc.wantRetry {
 				t.Errorf("runs %q; want a text retry: %v", r.calls, tc.wantRetry)
 			}
@@ -1145,6 +1154,60 @@ func TestCollectNFTables(t *testing.T) {
 				}
 			} else if jf == nil || jf.Error != "" {
 				t.Errorf("nft -j file: %+v", jf)
+			}
+		})
+	}
+}
+
+// In nftables mode the probe rides in the read's exec, which reads
+// kube-proxy's tables; what it finds besides is read in a second exec:
+// kube-proxy's chains left in iptables-nft (read whole, as a mismatch),
+// or an image without nft (iptables-nft's tables through iptables-nft-save).
+func TestCollectNFTablesProbeFindsMore(t *testing.T) {
+	tests := []struct {
+		name      string
+		outputs   map[string]fakeResult
+		wantThen  []string // the second exec
+		wantFiles []string
+	}{
+		{"the usual node", map[string]fakeResult{"iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1}}, nil, nil},
+		{"iptables-nft chains left", nil, []string{"iptables-nft-save"}, []string{"iptables-nft-save.txt"}},
+		{"no nft", map[string]fakeResult{"nft --version": {rc: 127}, "iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1}},
+			[]string{"iptables-nft-save", "ip6tables-nft-save"}, []string{"iptables-nft-save.txt", "ip6tables-nft-save.txt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			r := e.runner
+			r.bodies["/proxyMode"] = "nftables\n"
+			r.outputs["nft --version"] = fakeResult{out: "nftables v1.0.6 (Lester Gooch #5)\n"}
+			r.outputs["nft -j list table ip kube-proxy"] = fakeResult{out: `{"nftables": [{"metainfo": {"json_schema_version": 1}}]}` + "\n"}
+			for cmd, res := range tc.outputs {
+				r.outputs[cmd] = res
+			}
+			man, err := e.collector(Options{Node: testNode, Via: ViaDebugPod}).Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			e.runner.checkAllowed(t)
+			if len(r.calls) == 0 || !slices.Contains(r.calls[0], "iptables -V") || !slices.Contains(r.calls[0], "nft -j list table ip kube-proxy") {
+				t.Fatalf("the first exec %q is not the probe with the read", r.calls)
+			}
+			var then []string
+			if len(r.calls) > 1 {
+				then = r.calls[1]
+			}
+			if !slices.Equal(then, tc.wantThen) || len(r.calls) > 2 {
+				t.Errorf("execs %q, want the second %q", r.calls, tc.wantThen)
+			}
+			if man.ProxyMode != "nftables" || man.Backend != "nf_tables" {
+				t.Errorf("mode %q, backend %q", man.ProxyMode, man.Backend)
+			}
+			kinds := fileKinds(man)
+			for _, f := range tc.wantFiles {
+				if kinds[f] != KindRuleset {
+					t.Errorf("file %s: kind %q (files %v)", f, kinds[f], kinds)
+				}
 			}
 		})
 	}

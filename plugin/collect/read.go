@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +25,11 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, listing
 	get, closeForward := c.metricsGetter(t, metricsPort)
 	defer closeForward()
 	stopProbe := c.Timings.Start(PhaseProbe)
-	probe, err := c.probe(ctx, w, t, metricsPort, get)
+	probe, err := c.askMode(ctx, w, metricsPort, get)
+	withRead := err == nil && probeWithRead(probe)
+	if err == nil && !withRead {
+		probe, err = c.probeNode(ctx, t, probe)
+	}
 	stopProbe(0)
 	if err != nil {
 		return err
@@ -59,7 +63,12 @@ func (c *Collector) read(ctx context.Context, w *bundleWriter, t Target, listing
 	} else if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err := c.readRules(ctx, w, t, probe, listing); err != nil {
+	if withRead {
+		if probe, err = c.readProbedRules(ctx, w, t, probe); err != nil {
+			return err
+		}
+		w.man.Backend = probe.Backend
+	} else if err := c.readRules(ctx, w, t, probe, listing); err != nil {
 		return err
 	}
 	if c.Kernel {
@@ -116,16 +125,55 @@ func (c *Collector) readRules(ctx context.Context, w *bundleWriter, t Target, pr
 			return err
 		}
 	}
-	if err := c.runToFiles(ctx, w, t, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
+	if err := c.runToFiles(ctx, w, t, nil, FullPlan(probe, c.Reader), "reading the node's rules"); err != nil {
 		return err
 	}
+	c.noteMode(w, probe)
+	return nil
+}
+
+// noteMode records what the read says of the mode the probe took.
+func (c *Collector) noteMode(w *bundleWriter, probe Probe) {
 	if probe.ProxyMode == kubeproxy.ModeIPVS {
 		w.noteIPVS(probe)
 	}
 	if probe.fromConfig && !w.readNFTTable(kubeproxy.NFTTable) {
 		w.man.ProxyMode = "" // the ConfigMap said nftables; the node has no such table
 	}
-	return nil
+}
+
+// readProbedRules reads the whole tables in nftables mode with the probe
+// in the same exec (probeWithRead): kube-proxy's tables and the legacy
+// backend's first, then whatever else the probe found to read (its chains
+// in iptables-nft, or iptables-nft's tables where nft would not run).
+// It returns the probe's findings. A Service's read is the same: on
+// nftables nodes it reads the whole tables (ChainPlan).
+func (c *Collector) readProbedRules(ctx context.Context, w *bundleWriter, t Target, mode Probe) (Probe, error) {
+	stopRead, files := c.Timings.Start(PhaseRead), w.fileCount()
+	defer func() { stopRead(w.bytesSince(files)) }()
+	pc := newProbeCommands(mode)
+	first := FullPlan(assumedNFTProbe(mode), c.Reader)
+	if err := c.runToFiles(ctx, w, t, pc, first, "probing the node and reading its rules"); err != nil {
+		return mode, err
+	}
+	probe := pc.finish(mode)
+	done := map[string]bool{}
+	for _, cmd := range first {
+		done[cmd.ID] = true
+	}
+	var rest []NodeCommand
+	for _, cmd := range FullPlan(probe, c.Reader) {
+		if !done[cmd.ID] {
+			rest = append(rest, cmd)
+		}
+	}
+	if len(rest) > 0 {
+		if err := c.runToFiles(ctx, w, t, nil, rest, "reading what the probe found besides"); err != nil {
+			return probe, err
+		}
+	}
+	c.noteMode(w, probe)
+	return probe, nil
 }
 
 // metricsGetter returns the GET of kube-proxy's endpoints that one read
@@ -158,83 +206,6 @@ func (c *Collector) metricsGetter(t Target, port int) (get GetFunc, done func())
 		return err
 	}
 	return get, func() { closeOpen() }
-}
-
-// probe learns the proxy mode and the iptables backend in one exec.
-func (c *Collector) probe(ctx context.Context, w *bundleWriter, t Target, metricsPort int, get GetFunc) (Probe, error) {
-	c.Progress.Step("probing the node (iptables backend, nftables tables, proxy mode)")
-	var p Probe
-	var mode bytes.Buffer
-	if err := get(ctx, "/proxyMode", &mode); err == nil {
-		p.ProxyMode = kubeproxy.Mode(strings.TrimSpace(mode.String()))
-		if err := w.write(BundleFile{Path: "proxymode.txt", Kind: KindProxyMode, Command: fmt.Sprintf("GET 127.0.0.1:%d/proxyMode", metricsPort)}, mode.Bytes()); err != nil {
-			return p, err
-		}
-	} else if ctx.Err() != nil {
-		return p, ctx.Err()
-	} else {
-		c.Progress.Step("kube-proxy's /proxyMode did not answer (%s): the mode comes from its ConfigMap or from the node's chains", firstLine(err.Error()))
-	}
-	// iptables-nft -S of one small chain (KUBE-POSTROUTING) is instant
-	// and says whether kube-proxy wrote rules through iptables-nft; nft's
-	// list of the sets of kube-proxy's table (NFTKubeProxyTable) whether it
-	// wrote its nftables tables. Neither loads a rule of a big table.
-	const version, nftVersion, natV4 = 0, 1, 2 // indices in cmds (natV4, then natV6)
-	cmds := []NodeCommand{IPTablesVersion(), NFTVersion(),
-		ListChain(kubeproxy.IPv4, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting),
-		ListChain(kubeproxy.IPv6, kubeproxy.BackendNFT, kubeproxy.TableNAT, kubeproxy.ChainPostrouting)}
-	nftAt, ipvsAt := -1, -1 // where the nftables and ipvsProbeCommands start in cmds
-	// kube-proxy's ConfigMap saying nftables stands in for /proxyMode (the
-	// read says whether the table is there): nft and the IPVS reads are not
-	// asked.
-	if p.ProxyMode == "" && c.configMode == kubeproxy.ModeNFTables {
-		p.ProxyMode, p.fromConfig = kubeproxy.ModeNFTables, true
-		c.Progress.Step("taking nftables mode from kube-proxy's ConfigMap")
-	}
-	if p.ProxyMode == "" {
-		nftAt = len(cmds)
-		cmds = append(cmds, NFTKubeProxyTable(kubeproxy.IPv4), NFTKubeProxyTable(kubeproxy.IPv6))
-		ipvsAt = len(cmds)
-		cmds = append(cmds, ipvsProbeCommands()...)
-	}
-	outs := make([]bytes.Buffer, len(cmds))
-	rcs := make([]int, len(cmds))
-	for i := range rcs {
-		rcs[i] = -1
-	}
-	stderr, err := c.run(ctx, t, cmds, Sink{
-		Open: func(i int) (io.Writer, error) { outs[i].Reset(); return &outs[i], nil },
-		Done: func(i, rc int) { rcs[i] = rc },
-	})
-	if err != nil {
-		return p, c.execError(ctx, err, t, stderr)
-	}
-	p.Backend = ParseIPTablesVersion(outs[version].String())
-	p.NFTKnown = rcs[nftVersion] == 0
-	if p.NFTKnown {
-		// The tables kube-proxy's mode (or its table found by NFTKubeProxyTable)
-		// implies, and iptables-nft's where its KUBE-POSTROUTING chain
-		// exists.
-		p.guessed = true
-		for i, fam := range ipFamilies {
-			if p.ProxyMode == kubeproxy.ModeNFTables || nftAt >= 0 && rcs[nftAt+i] == 0 {
-				p.NFTTables = append(p.NFTTables, nftTableName(fam, kubeproxy.NFTTable))
-			}
-			if rcs[natV4+i] == 0 {
-				for _, table := range iptablesTables {
-					p.NFTTables = append(p.NFTTables, nftTableName(fam, table))
-				}
-			}
-		}
-		sort.Strings(p.NFTTables)
-	}
-	if p.ProxyMode == "" && (p.hasNFT(kubeproxy.IPv4, kubeproxy.NFTTable) || p.hasNFT(kubeproxy.IPv6, kubeproxy.NFTTable)) {
-		p.ProxyMode = kubeproxy.ModeNFTables
-	}
-	if p.ProxyMode == "" && ipvsAt >= 0 {
-		p.detectIPVS(outs[ipvsAt:], rcs[ipvsAt:])
-	}
-	return p, nil
 }
 
 // readNFTTable says whether an nftables table of that name was read, in
@@ -275,8 +246,15 @@ func (c *Collector) execError(ctx context.Context, err error, t Target, stderr s
 
 // runToFiles runs cmds in one exec, streaming each output into its file.
 // A failed nft -j (an nft built without JSON) is retried as text.
-func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, cmds []NodeCommand, what string) error {
-	c.Progress.Step("%s (%d commands in one exec)", what, len(cmds))
+// The probe's commands pc, when not nil, run first in the same exec, into
+// its own buffers.
+func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, pc *probeCommands, cmds []NodeCommand, what string) error {
+	var pre []NodeCommand
+	preSink := Sink{Open: func(int) (io.Writer, error) { return io.Discard, nil }, Done: func(int, int) {}}
+	if pc != nil {
+		pre, preSink = pc.cmds, pc.sink()
+	}
+	c.Progress.Step("%s (%d commands in one exec)", what, len(pre)+len(cmds))
 	files := make([]*os.File, len(cmds))
 	counters := make([]*countingWriter, len(cmds))
 	starts := make([]time.Time, len(cmds))
@@ -291,8 +269,12 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 			}
 		}
 	}()
-	stderr, err := c.run(ctx, t, cmds, Sink{
+	stderr, err := c.run(ctx, t, append(slices.Clip(pre), cmds...), Sink{
 		Open: func(i int) (io.Writer, error) {
+			if i < len(pre) {
+				return preSink.Open(i)
+			}
+			i -= len(pre)
 			if files[i] == nil {
 				f, err := w.create(cmds[i].FileName())
 				if err != nil {
@@ -308,6 +290,11 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 			return counters[i], nil
 		},
 		Done: func(i, rc int) {
+			if i < len(pre) {
+				preSink.Done(i, rc)
+				return
+			}
+			i -= len(pre)
 			c.teeEnd(cmds[i], rc)
 			rcs[i] = rc
 			if counters[i] != nil {
@@ -346,7 +333,7 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, c
 		w.add(bf)
 	}
 	if len(retry) > 0 {
-		return c.runToFiles(ctx, w, t, retry, "reading again what failed")
+		return c.runToFiles(ctx, w, t, nil, retry, "reading again what failed")
 	}
 	return nil
 }
