@@ -208,8 +208,9 @@ func (p *parser) header(l string) (ok bool, why string) {
 	return true, why
 }
 
-// setType gives the set its type. A set pasted twice keeps its first type,
-// as its members were read by it; a second, different one is said.
+// setType gives the set its type. A second, different type for the same
+// listing (two Type: lines) is said and the first kept, as its members
+// are read by it; a set listed twice is two sets until Join.
 func setType(set *Set, typ string) (why string) {
 	switch {
 	case !isType(typ):
