@@ -1167,13 +1167,18 @@ func TestCollectNFTablesProbeFindsMore(t *testing.T) {
 	tests := []struct {
 		name      string
 		outputs   map[string]fakeResult
-		wantThen  []string // the second exec
+		wantThen  [][]string // the execs after the first
 		wantFiles []string
 	}{
 		{"the usual node", map[string]fakeResult{"iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1}}, nil, nil},
-		{"iptables-nft chains left", nil, []string{"iptables-nft-save"}, []string{"iptables-nft-save.txt"}},
-		{"no nft", map[string]fakeResult{"nft --version": {rc: 127}, "iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1}},
-			[]string{"iptables-nft-save", "ip6tables-nft-save"}, []string{"iptables-nft-save.txt", "ip6tables-nft-save.txt"}},
+		{"iptables-nft chains left", nil, [][]string{{"iptables-nft-save"}}, []string{"iptables-nft-save.txt"}},
+		// Every nft fails: the text listings are tried once more (the
+		// retry of any failed nft -j), then iptables-nft's tables read.
+		{"no nft", map[string]fakeResult{"nft --version": {rc: 127}, "iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1},
+			"nft -j list table ip kube-proxy": {rc: 127}, "nft -j list table ip6 kube-proxy": {rc: 127},
+			"nft list table ip kube-proxy": {rc: 127}, "nft list table ip6 kube-proxy": {rc: 127}},
+			[][]string{{"nft list table ip kube-proxy", "nft list table ip6 kube-proxy"}, {"iptables-nft-save", "ip6tables-nft-save"}},
+			[]string{"iptables-nft-save.txt", "ip6tables-nft-save.txt"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1193,12 +1198,8 @@ func TestCollectNFTablesProbeFindsMore(t *testing.T) {
 			if len(r.calls) == 0 || !slices.Contains(r.calls[0], "iptables -V") || !slices.Contains(r.calls[0], "nft -j list table ip kube-proxy") {
 				t.Fatalf("the first exec %q is not the probe with the read", r.calls)
 			}
-			var then []string
-			if len(r.calls) > 1 {
-				then = r.calls[1]
-			}
-			if !slices.Equal(then, tc.wantThen) || len(r.calls) > 2 {
-				t.Errorf("execs %q, want the second %q", r.calls, tc.wantThen)
+			if then := r.calls[1:]; !slices.EqualFunc(then, tc.wantThen, slices.Equal) {
+				t.Errorf("execs %q, want after the first %q", r.calls, tc.wantThen)
 			}
 			if man.ProxyMode != "nftables" || man.Backend != "nf_tables" {
 				t.Errorf("mode %q, backend %q", man.ProxyMode, man.Backend)
