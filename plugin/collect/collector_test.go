@@ -1169,16 +1169,18 @@ func TestCollectNFTablesProbeFindsMore(t *testing.T) {
 		outputs   map[string]fakeResult
 		wantThen  [][]string // the execs after the first
 		wantFiles []string
+		wantWarn  string // a warning that says so ("" none about nft)
 	}{
-		{"the usual node", map[string]fakeResult{"iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1}}, nil, nil},
-		{"iptables-nft chains left", nil, [][]string{{"iptables-nft-save"}}, []string{"iptables-nft-save.txt"}},
-		// Every nft fails: the text listings are tried once more (the
-		// retry of any failed nft -j), then iptables-nft's tables read.
+		{"the usual node", map[string]fakeResult{"iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1}}, nil, nil, ""},
+		{"iptables-nft chains left", nil, [][]string{{"iptables-nft-save"}}, []string{"iptables-nft-save.txt"}, ""},
+		// Every nft fails: nft --version failed in the same exec, so the
+		// listings are not tried again as text; iptables-nft's tables are
+		// read instead, and the warning says why kube-proxy's are not.
 		{"no nft", map[string]fakeResult{"nft --version": {rc: 127}, "iptables-nft -t nat -S KUBE-POSTROUTING": {rc: 1},
 			"nft -j list table ip kube-proxy": {rc: 127}, "nft -j list table ip6 kube-proxy": {rc: 127},
 			"nft list table ip kube-proxy": {rc: 127}, "nft list table ip6 kube-proxy": {rc: 127}},
-			[][]string{{"nft list table ip kube-proxy", "nft list table ip6 kube-proxy"}, {"iptables-nft-save", "ip6tables-nft-save"}},
-			[]string{"iptables-nft-save.txt", "ip6tables-nft-save.txt"}},
+			[][]string{{"iptables-nft-save", "ip6tables-nft-save"}},
+			[]string{"iptables-nft-save.txt", "ip6tables-nft-save.txt"}, "nft does not run in pod"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1209,6 +1211,15 @@ func TestCollectNFTablesProbeFindsMore(t *testing.T) {
 				if kinds[f] != KindRuleset {
 					t.Errorf("file %s: kind %q (files %v)", f, kinds[f], kinds)
 				}
+			}
+			var nftWarnings []string
+			for _, msg := range man.Warnings {
+				if strings.Contains(msg, "nft") {
+					nftWarnings = append(nftWarnings, msg)
+				}
+			}
+			if tc.wantWarn == "" && len(nftWarnings) > 0 || tc.wantWarn != "" && (len(nftWarnings) != 1 || !strings.Contains(nftWarnings[0], tc.wantWarn)) {
+				t.Errorf("warnings about nft %q, want one saying %q", nftWarnings, tc.wantWarn)
 			}
 		})
 	}

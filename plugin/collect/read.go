@@ -306,6 +306,9 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, p
 		return c.execError(ctx, err, t, stderr)
 	}
 	var retry []NodeCommand
+	// nft --version failed in this exec (an image without nft): its
+	// failed listings are not tried again as text, which would fail too.
+	noNFT, warnedNFT := pc != nil && pc.rcs[probeNFTVersion] > 0, false
 	for i, cmd := range cmds {
 		bf := BundleFile{Path: cmd.FileName(), Kind: cmd.Kind, Command: strings.Join(cmd.Argv, " ")}
 		if counters[i] != nil {
@@ -314,7 +317,15 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, p
 		if rcs[i] != 0 {
 			status := fmt.Sprintf("exit status %d", rcs[i])
 			bf.Error = status
-			if len(cmd.Fallback) > 0 {
+			if noNFT && cmd.Program == "nft" {
+				bf.Error += " (nft --version failed too: not read again)"
+				bf.Kind = KindFailed
+				if !warnedNFT {
+					w.warn("nft does not run in pod %s/%s (nft --version: exit status %d): kube-proxy's nftables tables could not be read "+
+						"(an image with nft is needed for nftables mode; --image picks another)", t.Namespace, t.Pod, pc.rcs[probeNFTVersion])
+				}
+				warnedNFT = true
+			} else if len(cmd.Fallback) > 0 {
 				var names []string
 				for _, f := range cmd.Fallback {
 					f.Optional = f.Optional || cmd.Optional
