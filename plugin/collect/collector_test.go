@@ -123,8 +123,9 @@ func defaultObjects() []runtime.Object {
 // --- the fake runner ----------------------------------------------------
 
 type fakeResult struct {
-	out string
-	rc  int
+	out    string
+	rc     int
+	stderr string // what the command prints there; an exec's commands share one stream
 }
 
 // fakeRunner plays a node: canned outputs by argv, canned bodies by path.
@@ -206,14 +207,16 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 	if r.runErr != nil {
 		return "error: stream reset by peer\n", r.runErr
 	}
+	var stderr strings.Builder
 	for i, c := range cmds {
 		res, ok := r.outputs[strings.Join(c.Argv, " ")]
 		if !ok && c.Chain != "" {
-			res = fakeResult{rc: 1} // iptables: No chain/target/match by that name.
+			res = fakeResult{rc: 1, stderr: "iptables: No chain/target/match by that name.\n"}
 		}
 		if !ok && strings.HasPrefix(strings.Join(c.Argv, " "), "nft -t list sets table ") {
-			res = fakeResult{rc: 1} // nft: Error: No such file or directory (no such table)
+			res = fakeResult{rc: 1, stderr: "Error: No such file or directory\n"} // no such table
 		}
+		stderr.WriteString(res.stderr)
 		w, err := sink.Open(i)
 		if err != nil {
 			return "", err
@@ -224,11 +227,11 @@ func (r *fakeRunner) Run(ctx context.Context, t Target, cmds []NodeCommand, sink
 			return "", errors.New("next reader: read tcp 172.31.255.1:39800->172.31.255.1:6443: read: connection reset by peer")
 		}
 		if _, err := io.WriteString(w, res.out); err != nil {
-			return "", err
+			return stderr.String(), err
 		}
 		sink.Done(i, res.rc)
 	}
-	return "", nil
+	return stderr.String(), nil
 }
 
 func (r *fakeRunner) Forward(ctx context.Context, t Target, port int) (GetFunc, func(), error) {
@@ -1222,6 +1225,70 @@ func TestCollectNFTablesProbeFindsMore(t *testing.T) {
 				t.Errorf("warnings about nft %q, want one saying %q", nftWarnings, tc.wantWarn)
 			}
 		})
+	}
+}
+
+// TestFailedCommandHint: a failed command's warning quotes stderr as its
+// own only when no other command of its exec failed; the probe's chain
+// lookups that fail by design share the read's exec in nftables mode.
+func TestFailedCommandHint(t *testing.T) {
+	const legacyErr = "iptables-legacy-save: can't initialize iptables table `nat': Permission denied"
+	tests := []struct {
+		name, mode string
+		want       string // in the legacy save's warning
+		notWant    string
+	}{
+		// The probe runs in an exec of its own: the read's only failure.
+		{"iptables mode", "iptables", "iptables-legacy-save failed (exit status 1): " + legacyErr, "same exec"},
+		// The probe rides in the read's exec, and its two lookups of
+		// KUBE-POSTROUTING fail there first.
+		{"nftables mode", "nftables", `3 commands of the same exec failed, whose stderr says "iptables: No chain/target/match by that name.", ` +
+			`"iptables: No chain/target/match by that name.", "` + legacyErr + `"`, "failed (exit status 1): iptables: No chain"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, defaultObjects()...)
+			r := e.runner
+			r.bodies["/proxyMode"] = tc.mode + "\n"
+			r.outputs["nft --version"] = fakeResult{out: "nftables v1.0.6 (Lester Gooch #5)\n"}
+			r.outputs["nft -j list table ip kube-proxy"] = fakeResult{out: `{"nftables": [{"metainfo": {"json_schema_version": 1}}]}` + "\n"}
+			delete(r.outputs, "iptables-nft -t nat -S KUBE-POSTROUTING") // the chain is not there: rc 1 and its message
+			r.outputs["iptables-legacy-save"] = fakeResult{rc: 1, stderr: legacyErr + "\n"}
+			man, err := e.collector(Options{Node: testNode, Via: ViaDebugPod}).Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			var got string
+			for _, msg := range man.Warnings {
+				if strings.HasPrefix(msg, "iptables-legacy-save failed") {
+					got = msg
+				}
+			}
+			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.notWant) {
+				t.Errorf("warning %q\nwant it to say %q, not %q (warnings %q)", got, tc.want, tc.notWant, man.Warnings)
+			}
+		})
+	}
+}
+
+func TestStderrHint(t *testing.T) {
+	tests := []struct {
+		stderr string
+		failed int
+		want   string
+	}{
+		{"", 1, ""},
+		{"  \n", 3, ""},
+		{"Error: No such file or directory\nlist table ip x\n", 1, ": Error: No such file or directory"},
+		{"a\nb\n", 0, ": a"}, // the command's rc unknown: as its own
+		{"a\n b \n", 2, `; 2 commands of the same exec failed, whose stderr says "a", "b"`},
+		{"a\nb\nc\nd\ne\n", 4, `; 4 commands of the same exec failed, whose stderr says "a", "b", "c", …`},
+		{"bad\x1b[31m\n\xff\n", 2, `; 2 commands of the same exec failed, whose stderr says "bad\x1b[31m", "\xff"`},
+	}
+	for _, tc := range tests {
+		if got := stderrHint(tc.stderr, tc.failed); got != tc.want {
+			t.Errorf("stderrHint(%q, %d) = %q, want %q", tc.stderr, tc.failed, got, tc.want)
+		}
 	}
 }
 

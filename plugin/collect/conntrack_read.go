@@ -102,7 +102,7 @@ func (c *Collector) readConntrack(ctx context.Context, w *bundleWriter, t Target
 	if res.rcs[table] > 1 || res.rcs[table] < 0 {
 		tf.Error = fmt.Sprintf("exit status %d", res.rcs[table])
 		w.warn("the conntrack table was not read (%s%s): %s needs root in the node's network namespace and a kernel with NF_CONNTRACK_PROCFS; stale-entry checks are skipped",
-			tf.Error, stderrHint(stderr), conntrackProc)
+			tf.Error, stderrHint(stderr, failedCommands(res.rcs)), conntrackProc)
 	} else {
 		tf.Error = "" // the table's output is in its file, not outs
 	}

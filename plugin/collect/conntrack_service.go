@@ -56,7 +56,7 @@ func (c *Collector) readServiceConntrack(ctx context.Context, w *bundleWriter, t
 	if rc := res.rcs[0]; rc > 1 || rc < 0 {
 		tf.Error = fmt.Sprintf("exit status %d", rc)
 		w.warn("the conntrack table was not read (%s%s): %s needs root in the node's network namespace and a kernel with NF_CONNTRACK_PROCFS; the Service's conntrack entries are not shown",
-			tf.Error, stderrHint(stderr), conntrackProc)
+			tf.Error, stderrHint(stderr, failedCommands(res.rcs)), conntrackProc)
 	} else {
 		tf.Error = "" // the table's output is in its file
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -309,6 +310,10 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, p
 	// nft --version failed in this exec (an image without nft): its
 	// failed listings are not tried again as text, which would fail too.
 	noNFT, warnedNFT := pc != nil && pc.rcs[probeNFTVersion] > 0, false
+	failed := failedCommands(rcs)
+	if pc != nil {
+		failed += failedCommands(pc.rcs)
+	}
 	for i, cmd := range cmds {
 		bf := BundleFile{Path: cmd.FileName(), Kind: cmd.Kind, Command: strings.Join(cmd.Argv, " ")}
 		if counters[i] != nil {
@@ -335,10 +340,10 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, p
 				bf.Error += " (read again with " + strings.Join(names, ", ") + ")"
 				bf.Kind = KindFailed // kept for the record, not read
 				if !cmd.Optional {
-					w.warn("%s failed (%s)%s: reading with %s instead", bf.Command, status, stderrHint(stderr), strings.Join(names, ", "))
+					w.warn("%s failed (%s)%s: reading with %s instead", bf.Command, status, stderrHint(stderr, failed), strings.Join(names, ", "))
 				}
 			} else if bf.Bytes == 0 && !cmd.Optional {
-				w.warn("%s failed (%s)%s", bf.Command, bf.Error, stderrHint(stderr))
+				w.warn("%s failed (%s)%s", bf.Command, bf.Error, stderrHint(stderr, failed))
 			}
 		}
 		w.add(bf)
@@ -392,11 +397,41 @@ func (c *Collector) run(ctx context.Context, t Target, cmds []NodeCommand, sink 
 	return stderr.String(), nil
 }
 
-func stderrHint(stderr string) string {
-	if s := strings.TrimSpace(stderr); s != "" {
+// stderrHint is what a failed command printed, ": first line", for its
+// warning. The commands of an exec share one stderr: with more than one
+// failed (failedCommands), which line is whose cannot be told, so the
+// hint gives the exec's first lines as such instead of one as the
+// command's.
+func stderrHint(stderr string, failed int) string {
+	s := strings.TrimSpace(stderr)
+	if s == "" {
+		return ""
+	}
+	if failed <= 1 {
 		return ": " + firstLine(s)
 	}
-	return ""
+	lines := strings.SplitN(s, "\n", 4)
+	for i := range lines {
+		lines[i] = strconv.Quote(strings.TrimSpace(lines[i]))
+	}
+	if len(lines) > 3 {
+		lines[3] = "…"
+	}
+	return fmt.Sprintf("; %d commands of the same exec failed, whose stderr says %s", failed, strings.Join(lines, ", "))
+}
+
+// failedCommands counts the commands that exited non-zero among rcs
+// (-1: not run).
+func failedCommands(rcs ...[]int) int {
+	n := 0
+	for _, list := range rcs {
+		for _, rc := range list {
+			if rc > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // countingWriter counts bytes and reports progress for big outputs.
