@@ -302,3 +302,56 @@ func TestCollectControlPlaneGate(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigMapRefused: a pool's own ConfigMap, which deploy/'s Role does
+// not name, is said with the grant that would read it; a refusal of
+// kubeadm's kube-proxy, which the Role names, is said as the API server
+// puts it (the Role is not bound, or not applied).
+func TestConfigMapRefused(t *testing.T) {
+	const poolWant = `you may not read kube-proxy's ConfigMap kube-system/kube-proxy-nftables (RBAC: "get" on configmaps "kube-proxy-nftables"; ` +
+		`deploy/rbac.yaml's Role kube-system/kubectl-proxyrules-kube-proxy names only "kube-proxy": add this name to its resourceNames)`
+	for _, tc := range []struct {
+		name, cm, want string
+		fleet          bool // a sweep's read, through the Fleet's ConfigMap cache
+	}{
+		{"another pool's", "kube-proxy-nftables", poolWant, false},
+		{"another pool's, in a sweep", "kube-proxy-nftables", poolWant, true},
+		{"kubeadm's", "kube-proxy", `could not read kube-proxy's ConfigMap kube-system/kube-proxy: configmaps "kube-proxy" is forbidden`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := defaultObjects()
+			for i, o := range objs {
+				if _, ok := o.(*appsv1.DaemonSet); ok {
+					objs[i] = testDaemonSet("kube-proxy", testImage, tc.cm, nil)
+				}
+			}
+			e := newEnv(t, objs...)
+			e.client.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				name := a.(k8stesting.GetAction).GetName()
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, name,
+					errors.New(`User "alice" cannot get resource "configmaps" in API group "" in the namespace "kube-system"`))
+			})
+			c := e.collector(Options{Node: testNode, Via: ViaDebugPod})
+			if tc.fleet {
+				f, _, _, err := NewFleet(context.Background(), e.client, FleetOptions{All: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Fleet = f
+			}
+			man, err := c.Collect(context.Background())
+			if err != nil {
+				t.Fatalf("Collect: %v", err)
+			}
+			var got []string
+			for _, msg := range man.Warnings {
+				if strings.Contains(msg, "ConfigMap") {
+					got = append(got, msg)
+				}
+			}
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+				t.Errorf("warnings about the ConfigMap %q, want one with %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -82,6 +82,8 @@ func (c *Collector) discoverKubeProxy(ctx context.Context, w *bundleWriter, node
 			kp.configMap, kp.configMapErr = c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, kp.configMapName, metav1.GetOptions{})
 			if kp.configMapErr == nil {
 				kp.configMap.APIVersion, kp.configMap.Kind = "v1", "ConfigMap"
+			} else {
+				kp.configMap = nil // client-go returns an empty one with the error
 			}
 		}
 	}
@@ -218,6 +220,10 @@ func pickProxyPod(pods []*corev1.Pod) *corev1.Pod {
 // kubeProxyContainer is the container that runs kube-proxy.
 func kubeProxyContainer(p *corev1.Pod) *corev1.Container { return proxyContainer(&p.Spec) }
 
+// kubeProxyConfigMap is kube-proxy's ConfigMap as kubeadm names it, the
+// one deploy/'s Role may read.
+const kubeProxyConfigMap = "kube-proxy"
+
 // configMapName is the ConfigMap kube-proxy's pod mounts its config from.
 func configMapName(p *corev1.Pod) string {
 	for _, v := range p.Spec.Volumes {
@@ -225,7 +231,7 @@ func configMapName(p *corev1.Pod) string {
 			return v.ConfigMap.Name
 		}
 	}
-	return "kube-proxy"
+	return kubeProxyConfigMap
 }
 
 // metricsPortOf reads metricsBindAddress from kube-proxy's ConfigMap;
@@ -296,6 +302,11 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 			}
 		case IsNotFound(err):
 			w.warn("kube-proxy's ConfigMap kube-system/%s not found: its settings come from /configz only", proxy.configMapName)
+		case apierrors.IsForbidden(err) && proxy.configMapName != kubeProxyConfigMap:
+			// A second kube-proxy DaemonSet (a pool in another mode) names
+			// its own ConfigMap, which deploy/'s Role does not name.
+			w.warn("you may not read kube-proxy's ConfigMap kube-system/%s (RBAC: \"get\" on configmaps %q; %srbac.yaml's Role kube-system/kubectl-proxyrules-kube-proxy names only %q: add this name to its resourceNames): "+
+				"its settings come from /configz only", proxy.configMapName, proxy.configMapName, RBACFile, kubeProxyConfigMap)
 		case err != nil:
 			w.warn("could not read kube-proxy's ConfigMap kube-system/%s: %s", proxy.configMapName, firstLine(err.Error()))
 		}

@@ -184,6 +184,8 @@ func (f *Fleet) configMap(ctx context.Context, client kubernetes.Interface, name
 	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+	} else {
+		cm = nil // client-go returns an empty one with the error
 	}
 	if ctx.Err() == nil { // an interrupted get is not an answer
 		f.configMaps[name] = configMapResult{cm, err}
