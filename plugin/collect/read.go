@@ -306,7 +306,15 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, p
 	if err != nil {
 		return c.execError(ctx, err, t, stderr)
 	}
-	var retry []NodeCommand
+	if retry := recordRun(w, t, pc, cmds, rcs, counters, stderr); len(retry) > 0 {
+		return c.runToFiles(ctx, w, t, nil, retry, "reading again what failed")
+	}
+	return nil
+}
+
+// recordRun records the files of an exec's commands, warns of those that
+// failed, and returns the fallbacks to run for them.
+func recordRun(w *bundleWriter, t Target, pc *probeCommands, cmds []NodeCommand, rcs []int, counters []*countingWriter, stderr string) (retry []NodeCommand) {
 	// nft --version failed in this exec (an image without nft): its
 	// failed listings are not tried again as text, which would fail too.
 	noNFT, warnedNFT := pc != nil && pc.rcs[probeNFTVersion] > 0, false
@@ -348,10 +356,7 @@ func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, p
 		}
 		w.add(bf)
 	}
-	if len(retry) > 0 {
-		return c.runToFiles(ctx, w, t, nil, retry, "reading again what failed")
-	}
-	return nil
+	return retry
 }
 
 // run runs cmds in as few execs as their scripts fit (Batches): one exec
