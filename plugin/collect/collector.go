@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,7 +142,7 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	defer cancelPod()
 	listing := c.startListing(ctx, w, node, proxy, cancelPod)
 	defer listing.stop() // before the bundle is discarded: nothing writes into it after
-	target, pod, err := c.reach(podCtx, w, node, proxy, listing)
+	target, pod, err := c.reach(podCtx, w, node, proxy)
 	if pod != nil {
 		defer func() {
 			stop := c.Timings.Start(PhasePodDelete)
@@ -157,14 +158,18 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	}
 	w.man.Namespace, w.man.Pod = target.Namespace, target.Pod
 	// The debug pod's deadline stops it, and so its execs; kube-proxy's pod
-	// has none: this bounds the read either way.
-	rctx, cancel := context.WithTimeout(ctx, c.deadline())
+	// has none: this bounds the read either way. A failed listing ends the
+	// read too (podCtx), and its error is the one said.
+	rctx, cancel := context.WithTimeout(podCtx, c.deadline())
 	defer cancel()
 	if err := c.readNode(rctx, w, target, listing, metricsPort); err != nil {
-		if ctx.Err() == nil && rctx.Err() != nil {
+		if _, lerr := listing.wait(); lerr != nil {
+			return nil, lerr
+		}
+		if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("reading node %s through pod %s/%s did not finish within --pod-deadline (%s): %w", c.Node, target.Namespace, target.Pod, c.deadline(), err)
 		}
-		return nil, listing.precede(err)
+		return nil, err
 	}
 	objects, err := listing.wait()
 	if err != nil {

@@ -11,9 +11,8 @@ import (
 
 // reach chooses the way to the node and opens it: kube-proxy's own pod, or
 // a debug pod started on the node (returned, even with an error, once it
-// exists: the caller deletes it). The kube-proxy way waits for listing,
-// which writes into the bundle as that way's lookup does.
-func (c *Collector) reach(ctx context.Context, w *bundleWriter, node *corev1.Node, proxy kubeProxy, listing *pendingObjects) (Target, *corev1.Pod, error) {
+// exists: the caller deletes it). Neither waits for the objects' listing.
+func (c *Collector) reach(ctx context.Context, w *bundleWriter, node *corev1.Node, proxy kubeProxy) (Target, *corev1.Pod, error) {
 	stopAPI := c.Timings.Start(PhaseAPI)
 	var via string
 	var err error
@@ -28,9 +27,6 @@ func (c *Collector) reach(ctx context.Context, w *bundleWriter, node *corev1.Nod
 	}
 	w.man.Via = via
 	if via == ViaKubeProxy {
-		if _, err := listing.wait(); err != nil {
-			return Target{}, nil, err
-		}
 		target, image, err := c.kubeProxyTarget(ctx, w, proxy)
 		w.man.Image = image
 		return target, nil, err

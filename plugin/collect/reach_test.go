@@ -72,15 +72,76 @@ func TestCollectListsWhilePodStarts(t *testing.T) {
 		}
 	})
 
+	// Through kube-proxy's pod there is no pod to start: the node is read
+	// while the objects are listed all the same.
+	t.Run("overlapped, via kube-proxy", func(t *testing.T) {
+		e := newEnv(t, defaultObjects()...)
+		execed := make(chan struct{})
+		e.runner.onRun = func() {
+			select {
+			case <-execed:
+			default:
+				close(execed)
+			}
+		}
+		c := e.collector(Options{Node: testNode, Via: ViaKubeProxy})
+		slow := &waitingServices{Interface: e.client, until: execed}
+		c.Client = slow
+		man, err := c.Collect(context.Background())
+		if err != nil {
+			t.Fatalf("Collect: %v", err)
+		}
+		if !slow.overlapped {
+			t.Error("the Services were listed before kube-proxy's pod was exec'd into, not while the node was read")
+		}
+		if kinds := fileKinds(man); kinds["objects.json"] != KindObjects || man.Via != ViaKubeProxy {
+			t.Errorf("via %q, files %v", man.Via, kinds)
+		}
+	})
+
 	tests := []struct {
-		name   string
-		setup  func(e *env)
-		wantIn []string
+		name     string
+		via      string        // ViaDebugPod when ""
+		deadline time.Duration // Options.Deadline
+		setup    func(e *env)
+		wantIn   []string
 	}{
+		{
+			// A read that outlasts --pod-deadline is said as such, the
+			// listing having gone well.
+			name: "read past the deadline", deadline: 200 * time.Millisecond,
+			setup:  func(e *env) { e.runner.block = true },
+			wantIn: []string{"did not finish within --pod-deadline (200ms)", "context deadline exceeded"},
+		},
 		{
 			name: "listing refused",
 			setup: func(e *env) {
 				e.client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", errors.New("no"))
+				})
+			},
+			wantIn: []string{"list", "endpointslices"},
+		},
+		{
+			// The read through kube-proxy's pod is under way when the
+			// listing fails: it is cut, and the listing's error is said.
+			name: "listing refused during the read, via kube-proxy",
+			via:  ViaKubeProxy,
+			setup: func(e *env) {
+				execed := make(chan struct{})
+				e.runner.onRun = func() {
+					select {
+					case <-execed:
+					default:
+						close(execed)
+					}
+				}
+				e.runner.block = true // the read lasts until cut
+				e.client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+					select {
+					case <-execed:
+					case <-time.After(5 * time.Second): // a reach that waits for the listing
+					}
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "", errors.New("no"))
 				})
 			},
@@ -102,9 +163,20 @@ func TestCollectListsWhilePodStarts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, defaultObjects()...)
 			tc.setup(e)
-			_, err := e.collector(Options{Node: testNode, Via: ViaDebugPod}).Collect(context.Background())
+			via := tc.via
+			if via == "" {
+				via = ViaDebugPod
+			}
+			// The read that blocks is cut by the listing's failure, long
+			// before this context ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := e.collector(Options{Node: testNode, Via: via, Deadline: tc.deadline}).Collect(ctx)
 			if err == nil {
 				t.Fatal("Collect succeeded")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("Collect returned only when its context ended: %v", err)
 			}
 			for _, w := range tc.wantIn {
 				if !strings.Contains(err.Error(), w) {
