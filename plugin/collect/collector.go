@@ -131,6 +131,7 @@ func (c *Collector) Collect(ctx context.Context) (man *Manifest, err error) {
 	if err != nil {
 		return nil, err
 	}
+	warnConfigMap(w, proxy)
 	metricsPort := c.MetricsPort
 	if metricsPort == 0 {
 		metricsPort = metricsPortOf(proxy.configMap)

@@ -9,11 +9,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/proxyrules/kubectl-proxyrules/correlate"
 )
 
 // testDaemonSet is a kube-proxy DaemonSet as kubeadm writes it, its rollout
@@ -313,10 +316,12 @@ func TestConfigMapRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, cm, want string
 		fleet          bool // a sweep's read, through the Fleet's ConfigMap cache
+		objects        bool // the objects given, none listed (explain lists its Service's first)
 	}{
-		{"another pool's", "kube-proxy-nftables", poolWant, false},
-		{"another pool's, in a sweep", "kube-proxy-nftables", poolWant, true},
-		{"kubeadm's", "kube-proxy", `could not read kube-proxy's ConfigMap kube-system/kube-proxy: configmaps "kube-proxy" is forbidden`, false},
+		{"another pool's", "kube-proxy-nftables", poolWant, false, false},
+		{"another pool's, in a sweep", "kube-proxy-nftables", poolWant, true, false},
+		{"another pool's, the objects given", "kube-proxy-nftables", poolWant, false, true},
+		{"kubeadm's", "kube-proxy", `could not read kube-proxy's ConfigMap kube-system/kube-proxy: configmaps "kube-proxy" is forbidden`, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := defaultObjects()
@@ -332,6 +337,9 @@ func TestConfigMapRefused(t *testing.T) {
 					errors.New(`User "alice" cannot get resource "configmaps" in API group "" in the namespace "kube-system"`))
 			})
 			c := e.collector(Options{Node: testNode, Via: ViaDebugPod})
+			if tc.objects {
+				c.Objects = &correlate.Objects{Services: []*corev1.Service{testService()}, EndpointSlices: []*discoveryv1.EndpointSlice{testSlice()}}
+			}
 			if tc.fleet {
 				f, _, _, err := NewFleet(context.Background(), e.client, FleetOptions{All: true})
 				if err != nil {

@@ -90,6 +90,23 @@ func (c *Collector) discoverKubeProxy(ctx context.Context, w *bundleWriter, node
 	return kp, nil
 }
 
+// warnConfigMap says why kube-proxy's ConfigMap, when it was wanted, was
+// not read.
+func warnConfigMap(w *bundleWriter, proxy kubeProxy) {
+	switch err := proxy.configMapErr; {
+	case err == nil:
+	case IsNotFound(err):
+		w.warn("kube-proxy's ConfigMap kube-system/%s not found: its settings come from /configz only", proxy.configMapName)
+	case apierrors.IsForbidden(err) && proxy.configMapName != kubeProxyConfigMap:
+		// A second kube-proxy DaemonSet (a pool in another mode) names
+		// its own ConfigMap, which deploy/'s Role does not name.
+		w.warn("you may not read kube-proxy's ConfigMap kube-system/%s (RBAC: \"get\" on configmaps %q; %srbac.yaml's Role kube-system/kubectl-proxyrules-kube-proxy names only %q: add this name to its resourceNames): "+
+			"its settings come from /configz only", proxy.configMapName, proxy.configMapName, RBACFile, kubeProxyConfigMap)
+	default:
+		w.warn("could not read kube-proxy's ConfigMap kube-system/%s: %s", proxy.configMapName, firstLine(err.Error()))
+	}
+}
+
 // kubeProxyTemplate is the pod template of the DaemonSet that runs
 // kube-proxy on the node. With none (a static kube-proxy pod, or DaemonSets
 // may not be listed) it is the node's kube-proxy pod, if pods in
@@ -290,25 +307,13 @@ func (c *Collector) writeObjects(ctx context.Context, w *bundleWriter, node *cor
 			return nil, err
 		}
 	}
-	if proxy.template != nil {
-		switch err := proxy.configMapErr; {
-		case proxy.configMap != nil:
-			cm, dropped := redactConfigMap(proxy.configMap)
-			if len(dropped) > 0 {
-				c.Progress.Step("kube-proxy's ConfigMap: kept its KubeProxyConfiguration, left out %s (may hold credentials)", strings.Join(dropped, ", "))
-			}
-			if err := add("v1", "ConfigMap", cm); err != nil {
-				return nil, err
-			}
-		case IsNotFound(err):
-			w.warn("kube-proxy's ConfigMap kube-system/%s not found: its settings come from /configz only", proxy.configMapName)
-		case apierrors.IsForbidden(err) && proxy.configMapName != kubeProxyConfigMap:
-			// A second kube-proxy DaemonSet (a pool in another mode) names
-			// its own ConfigMap, which deploy/'s Role does not name.
-			w.warn("you may not read kube-proxy's ConfigMap kube-system/%s (RBAC: \"get\" on configmaps %q; %srbac.yaml's Role kube-system/kubectl-proxyrules-kube-proxy names only %q: add this name to its resourceNames): "+
-				"its settings come from /configz only", proxy.configMapName, proxy.configMapName, RBACFile, kubeProxyConfigMap)
-		case err != nil:
-			w.warn("could not read kube-proxy's ConfigMap kube-system/%s: %s", proxy.configMapName, firstLine(err.Error()))
+	if proxy.configMap != nil {
+		cm, dropped := redactConfigMap(proxy.configMap)
+		if len(dropped) > 0 {
+			c.Progress.Step("kube-proxy's ConfigMap: kept its KubeProxyConfiguration, left out %s (may hold credentials)", strings.Join(dropped, ", "))
+		}
+		if err := add("v1", "ConfigMap", cm); err != nil {
+			return nil, err
 		}
 	}
 	data, err := json.Marshal(&list.List)
