@@ -20,10 +20,8 @@ import (
 )
 
 // TestCollectListsWhilePodStarts: the Services and EndpointSlices are
-// listed while the debug pod starts and the node is read (issue 33); the
-// bundle is the same, a failed listing is the error said (the pod is
-// deleted), and a pod that cannot start is said even when the listing
-// went well.
+// listed while the debug pod starts and the node is read (issue 33), and
+// the bundle is the same (TestCollectFails: when something fails).
 func TestCollectListsWhilePodStarts(t *testing.T) {
 	t.Run("overlapped", func(t *testing.T) {
 		e := newEnv(t, defaultObjects()...)
@@ -72,18 +70,27 @@ func TestCollectListsWhilePodStarts(t *testing.T) {
 		}
 	})
 
-	// Through kube-proxy's pod there is no pod to start: the node is read
-	// while the objects are listed all the same.
-	t.Run("overlapped, via kube-proxy", func(t *testing.T) {
-		e := newEnv(t, defaultObjects()...)
-		execed := make(chan struct{})
-		e.runner.onRun = func() {
-			select {
-			case <-execed:
-			default:
-				close(execed)
-			}
+}
+
+// firstExec is a channel closed when r's first exec runs.
+func firstExec(r *fakeRunner) chan struct{} {
+	execed := make(chan struct{})
+	r.onRun = func() {
+		select {
+		case <-execed:
+		default:
+			close(execed)
 		}
+	}
+	return execed
+}
+
+// TestCollectViaKubeProxyListsWhileReading: through kube-proxy's pod there
+// is no pod to start, and the node is read while the objects are listed.
+func TestCollectViaKubeProxyListsWhileReading(t *testing.T) {
+	t.Run("overlapped", func(t *testing.T) {
+		e := newEnv(t, defaultObjects()...)
+		execed := firstExec(e.runner)
 		c := e.collector(Options{Node: testNode, Via: ViaKubeProxy})
 		slow := &waitingServices{Interface: e.client, until: execed}
 		c.Client = slow
@@ -99,6 +106,12 @@ func TestCollectListsWhilePodStarts(t *testing.T) {
 		}
 	})
 
+}
+
+// TestCollectFails: a failed listing is the error said (the pod is
+// deleted, the read cut), a pod that cannot start is said even when the
+// listing went well, and a read past --pod-deadline says so.
+func TestCollectFails(t *testing.T) {
 	tests := []struct {
 		name     string
 		via      string        // ViaDebugPod when ""
@@ -128,14 +141,7 @@ func TestCollectListsWhilePodStarts(t *testing.T) {
 			name: "listing refused during the read, via kube-proxy",
 			via:  ViaKubeProxy,
 			setup: func(e *env) {
-				execed := make(chan struct{})
-				e.runner.onRun = func() {
-					select {
-					case <-execed:
-					default:
-						close(execed)
-					}
-				}
+				execed := firstExec(e.runner)
 				e.runner.block = true // the read lasts until cut
 				e.client.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
 					select {
