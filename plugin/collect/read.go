@@ -246,7 +246,8 @@ func (c *Collector) execError(ctx context.Context, err error, t Target, stderr s
 }
 
 // runToFiles runs cmds in one exec, streaming each output into its file.
-// A failed nft -j (an nft built without JSON) is retried as text.
+// A failed nft -j (an nft built without JSON) is retried as text, unless
+// the probe's nft --version failed in the same exec (recordRun).
 // The probe's commands pc, when not nil, run first in the same exec, into
 // its own buffers.
 func (c *Collector) runToFiles(ctx context.Context, w *bundleWriter, t Target, pc *probeCommands, cmds []NodeCommand, what string) error {
