@@ -1215,12 +1215,7 @@ func TestCollectNFTablesProbeFindsMore(t *testing.T) {
 					t.Errorf("file %s: kind %q (files %v)", f, kinds[f], kinds)
 				}
 			}
-			var nftWarnings []string
-			for _, msg := range man.Warnings {
-				if strings.Contains(msg, "nft") {
-					nftWarnings = append(nftWarnings, msg)
-				}
-			}
+			nftWarnings := warningsAbout(man, "nft")
 			if tc.wantWarn == "" && len(nftWarnings) > 0 || tc.wantWarn != "" && (len(nftWarnings) != 1 || !strings.Contains(nftWarnings[0], tc.wantWarn)) {
 				t.Errorf("warnings about nft %q, want one saying %q", nftWarnings, tc.wantWarn)
 			}
@@ -1258,12 +1253,7 @@ func TestFailedCommandHint(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Collect: %v", err)
 			}
-			var got string
-			for _, msg := range man.Warnings {
-				if strings.HasPrefix(msg, "iptables-legacy-save failed") {
-					got = msg
-				}
-			}
+			got := strings.Join(warningsAbout(man, "iptables-legacy-save failed"), "\n")
 			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.notWant) {
 				t.Errorf("warning %q\nwant it to say %q, not %q (warnings %q)", got, tc.want, tc.notWant, man.Warnings)
 			}
@@ -1290,6 +1280,17 @@ func TestStderrHint(t *testing.T) {
 			t.Errorf("stderrHint(%q, %d) = %q, want %q", tc.stderr, tc.failed, got, tc.want)
 		}
 	}
+}
+
+// warningsAbout are man's warnings that contain about.
+func warningsAbout(man *Manifest, about string) []string {
+	var out []string
+	for _, msg := range man.Warnings {
+		if strings.Contains(msg, about) {
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 // scopeChains are web's chains, one other Service's, and what the node
@@ -1493,12 +1494,7 @@ func TestCollectMetricsClosed(t *testing.T) {
 				t.Fatalf("Collect: %v", err)
 			}
 			e.checkCleanedUp(t)
-			var warned []string
-			for _, w := range man.Warnings {
-				if strings.Contains(w, "metricsBindAddress") {
-					warned = append(warned, w)
-				}
-			}
+			warned := warningsAbout(man, "metricsBindAddress")
 			if len(warned) != 2 {
 				t.Errorf("warnings %q, want two about metricsBindAddress (/metrics, /configz)", man.Warnings)
 			}

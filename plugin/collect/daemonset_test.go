@@ -351,12 +351,7 @@ func TestConfigMapRefused(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Collect: %v", err)
 			}
-			var got []string
-			for _, msg := range man.Warnings {
-				if strings.Contains(msg, "ConfigMap") {
-					got = append(got, msg)
-				}
-			}
+			got := warningsAbout(man, "ConfigMap")
 			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
 				t.Errorf("warnings about the ConfigMap %q, want one with %q", got, tc.want)
 			}
